@@ -1,0 +1,25 @@
+// zrt-bench: zerort's benchmarks. Every figure is printed next to a baseline measured in
+// the same process (Open MPI's own collective, malloc, a scalar loop), as a ratio.
+//
+//   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
+#include <CLI/CLI.hpp>
+#include <mpi.h>
+
+#include "bench_comm.hpp"
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  CLI::App app{"zrt-bench: zerort benchmarks, each against a baseline in the same run"};
+  app.require_subcommand(1);
+  add_comm_bench(app);
+  int rc = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rc = rank == 0 ? app.exit(e) : (e.get_exit_code());
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,164 @@
+#include "comm/mpi/mpi_backend.hpp"
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "comm/dtype.hpp"
+#include "comm/partition.hpp"
+#include "runtime/mpi_error.hpp"
+
+namespace zrt {
+
+namespace {
+
+void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_fp16(fp16_to_float(a[i]) + fp16_to_float(b[i]));
+}
+
+class MpiOp final : public BackendOp {
+ public:
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<int> counts, displs;  // MPI reads these until completion
+  std::function<void()> finish;     // post-processing once the data has arrived
+
+  ~MpiOp() override {
+    // A failed or abandoned operation: MPI forbids freeing an active collective request,
+    // so wait for it rather than leak it into a later MPI_Finalize.
+    if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+
+  bool step() override {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done) return false;
+    if (finish) finish();
+    return true;
+  }
+};
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(Communicator &comm) : comm_(comm) {
+    check_mpi(MPI_Op_create(&sum_bf16, 1, &sum_bf16_), "MPI_Op_create(bf16 sum)");
+    if (int rc = MPI_Op_create(&sum_fp16, 1, &sum_fp16_); rc != MPI_SUCCESS) {
+      MPI_Op_free(&sum_bf16_);
+      check_mpi(rc, "MPI_Op_create(fp16 sum)");
+    }
+  }
+  ~MpiBackend() override {
+    MPI_Op_free(&sum_bf16_);
+    MPI_Op_free(&sum_fp16_);
+  }
+
+  const char *name() const override { return "mpi"; }
+
+  std::unique_ptr<BackendOp> start(const CollArgs &a) override {
+    auto op = std::make_unique<MpiOp>();
+    MPI_Comm comm = comm_.mpi_comm();
+    const int n = comm_.size(), rank = comm_.rank();
+    const size_t esize = dtype_size(a.dtype);
+    MPI_Datatype type = mpi_type(a.dtype);
+    MPI_Op sum = mpi_sum(a.dtype);
+    Shard own = shard_range(a.count, n, rank);
+    auto per_rank = [&] {
+      op->counts.resize(static_cast<size_t>(n));
+      op->displs.resize(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        Shard s = shard_range(a.count, n, r);
+        op->counts[static_cast<size_t>(r)] = static_cast<int>(s.length);
+        op->displs[static_cast<size_t>(r)] = static_cast<int>(std::min(s.offset, a.count));
+      }
+    };
+    const bool even = a.count % static_cast<size_t>(n) == 0;
+    int rc = MPI_SUCCESS;
+
+    switch (a.kind) {
+      case CollKind::ReduceScatter: {
+        // The padding of a short shard is ours to fill: MPI writes only the valid part.
+        if (own.shard > own.length)
+          std::memset(static_cast<char *>(a.recv) + own.length * esize, 0,
+                      (own.shard - own.length) * esize);
+        if (even) {
+          rc = MPI_Ireduce_scatter_block(a.send, a.recv, static_cast<int>(own.shard), type, sum,
+                                         comm, &op->request);
+        } else {
+          per_rank();
+          rc = MPI_Ireduce_scatter(a.send, a.recv, op->counts.data(), type, sum, comm,
+                                   &op->request);
+        }
+        if (a.op == ZRT_OP_AVG && own.length > 0)
+          op->finish = [recv = a.recv, len = own.length, dt = a.dtype, n] {
+            divide_buffer(recv, len, dt, n);
+          };
+        break;
+      }
+      case CollKind::AllGather: {
+        const void *send = a.send == static_cast<char *>(a.recv) + own.offset * esize
+                               ? MPI_IN_PLACE
+                               : a.send;
+        if (even) {
+          rc = MPI_Iallgather(send, static_cast<int>(own.shard), type, a.recv,
+                              static_cast<int>(own.shard), type, comm, &op->request);
+        } else {
+          per_rank();
+          rc = MPI_Iallgatherv(send, static_cast<int>(own.length), type, a.recv,
+                               op->counts.data(), op->displs.data(), type, comm, &op->request);
+        }
+        break;
+      }
+      case CollKind::AllReduce: {
+        const void *send = a.send == a.recv ? MPI_IN_PLACE : a.send;
+        rc = MPI_Iallreduce(send, a.recv, static_cast<int>(a.count), type, sum, comm,
+                            &op->request);
+        if (a.op == ZRT_OP_AVG)
+          op->finish = [recv = a.recv, len = a.count, dt = a.dtype, n] {
+            divide_buffer(recv, len, dt, n);
+          };
+        break;
+      }
+      case CollKind::Broadcast:
+        rc = MPI_Ibcast(a.recv, static_cast<int>(a.count), type, a.root, comm, &op->request);
+        break;
+    }
+    check_mpi(rc, coll_name(a.kind));
+    return op;
+  }
+
+ private:
+  static MPI_Datatype mpi_type(zrt_dtype_t dtype) {
+    switch (dtype) {
+      case ZRT_DTYPE_FP32: return MPI_FLOAT;
+      case ZRT_DTYPE_FP64: return MPI_DOUBLE;
+      case ZRT_DTYPE_BF16:
+      case ZRT_DTYPE_FP16: return MPI_UINT16_T;
+    }
+    return MPI_DATATYPE_NULL;
+  }
+  MPI_Op mpi_sum(zrt_dtype_t dtype) const {
+    if (dtype == ZRT_DTYPE_BF16) return sum_bf16_;
+    if (dtype == ZRT_DTYPE_FP16) return sum_fp16_;
+    return MPI_SUM;
+  }
+
+  Communicator &comm_;
+  MPI_Op sum_bf16_ = MPI_OP_NULL;
+  MPI_Op sum_fp16_ = MPI_OP_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mpi_backend(Communicator &comm) {
+  return std::make_unique<MpiBackend>(comm);
+}
+
+}  // namespace zrt

@@ -1,0 +1,358 @@
+#include "runtime/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "runtime/error.hpp"
+
+namespace zrt {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char &c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+const char *type_name(ConfigType t) {
+  switch (t) {
+    case ConfigType::Bool: return "bool";
+    case ConfigType::Int: return "int";
+    case ConfigType::Size: return "size";
+    case ConfigType::Double: return "double";
+    case ConfigType::Enum: return "enum";
+    case ConfigType::String: return "string";
+  }
+  return "?";
+}
+
+std::string accepted(const ConfigKey &key) {
+  switch (key.type) {
+    case ConfigType::Bool: return "accepted values are true/false, 1/0, yes/no, on/off";
+    case ConfigType::Enum: return fmt::format("accepted values are {}", fmt::join(key.choices, ", "));
+    case ConfigType::Int:
+      if (key.min == INT64_MIN && key.max == INT64_MAX) return "accepted values are integers";
+      if (key.max == INT64_MAX) return fmt::format("accepted values are integers >= {}", key.min);
+      return fmt::format("accepted values are integers in [{}, {}]", key.min, key.max);
+    case ConfigType::Size:
+      return fmt::format(
+          "accepted values are byte counts in [{}, {}], with an optional suffix K, M, G (x1024)",
+          key.min, key.max);
+    case ConfigType::Double: return "accepted values are real numbers";
+    case ConfigType::String: return "any string is accepted";
+  }
+  return "";
+}
+
+[[noreturn]] void bad_value(const ConfigKey &key, std::string_view text, std::string_view origin) {
+  fail(ZRT_ERR_CONFIG, "bad value '{}' for {} (from {}): {}", text, key.name, origin,
+       accepted(key));
+}
+
+int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_view origin,
+                      bool with_suffix) {
+  std::string t = trim(text);
+  if (t.empty()) bad_value(key, text, origin);
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno == ERANGE || end == t.c_str()) bad_value(key, text, origin);
+  std::string suffix = lower(end);
+  int64_t scale = 1;
+  if (with_suffix && !suffix.empty()) {
+    if (suffix == "k" || suffix == "kb" || suffix == "kib") scale = int64_t{1} << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib") scale = int64_t{1} << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib") scale = int64_t{1} << 30;
+    else bad_value(key, text, origin);
+  } else if (!suffix.empty()) {
+    bad_value(key, text, origin);
+  }
+  if (v != 0 && (v > INT64_MAX / scale || v < INT64_MIN / scale)) bad_value(key, text, origin);
+  int64_t r = static_cast<int64_t>(v) * scale;
+  if (r < key.min || r > key.max) bad_value(key, text, origin);
+  return r;
+}
+
+// Flattens nested objects of a JSON file into dotted keys.
+void flatten(const nlohmann::json &j, const std::string &prefix,
+             std::vector<std::pair<std::string, const nlohmann::json *>> &out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) flatten(*it, name, out);
+    else out.emplace_back(name, &*it);
+  }
+}
+
+std::string json_scalar_text(const nlohmann::json &v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+ConfigKey config_key(std::string name, ConfigType type, std::string default_value, std::string doc) {
+  ConfigKey k;
+  k.name = std::move(name);
+  k.type = type;
+  k.default_value = std::move(default_value);
+  k.doc = std::move(doc);
+  return k;
+}
+
+ConfigKey config_choice(std::string name, std::string default_value, std::vector<std::string> choices,
+                 std::string doc) {
+  ConfigKey k = config_key(std::move(name), ConfigType::Enum, std::move(default_value), std::move(doc));
+  k.choices = std::move(choices);
+  return k;
+}
+
+ConfigKey config_int(std::string name, int64_t default_value, int64_t min, int64_t max,
+                  std::string doc) {
+  ConfigKey k = config_key(std::move(name), ConfigType::Int, std::to_string(default_value), std::move(doc));
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
+std::string ConfigKey::env_name() const {
+  if (!env.empty()) return env;
+  std::string e = "ZRT_";
+  for (char c : name) e += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return e;
+}
+
+ConfigSchema::ConfigSchema(std::vector<ConfigKey> keys) : keys_(std::move(keys)) {}
+
+const ConfigKey *ConfigSchema::find(std::string_view name) const {
+  for (const ConfigKey &k : keys_) {
+    if (k.name == name) return &k;
+    for (const std::string &a : k.aliases)
+      if (a == name) return &k;
+  }
+  return nullptr;
+}
+
+const ConfigKey *ConfigSchema::find_env(std::string_view env) const {
+  for (const ConfigKey &k : keys_)
+    if (k.env_name() == env) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> ConfigSchema::suggest(std::string_view unknown) const {
+  std::vector<std::pair<size_t, std::string>> scored;
+  std::string u = lower(unknown);
+  for (const ConfigKey &k : keys_) {
+    for (const std::string &candidate : {k.name, k.env_name()}) {
+      size_t d = edit_distance(u, lower(candidate));
+      if (d <= std::max<size_t>(2, candidate.size() / 4)) scored.emplace_back(d, candidate);
+    }
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (auto &[d, name] : scored)
+    if (out.size() < 3 && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
+}
+
+nlohmann::json ConfigSchema::to_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ConfigKey &k : keys_) {
+    nlohmann::json j{{"name", k.name},       {"env", k.env_name()}, {"type", type_name(k.type)},
+                     {"default", k.default_value}, {"doc", k.doc}};
+    if (!k.choices.empty()) j["choices"] = k.choices;
+    if (!k.aliases.empty()) j["aliases"] = k.aliases;
+    if (k.type == ConfigType::Int || k.type == ConfigType::Size) {
+      if (k.min != INT64_MIN) j["min"] = k.min;
+      if (k.max != INT64_MAX) j["max"] = k.max;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+const char *source_name(ConfigSource source) {
+  switch (source) {
+    case ConfigSource::Default: return "default";
+    case ConfigSource::File: return "file";
+    case ConfigSource::Params: return "params";
+    case ConfigSource::Environment: return "environment";
+  }
+  return "?";
+}
+
+ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
+                               std::string_view origin) {
+  switch (key.type) {
+    case ConfigType::Bool: {
+      std::string t = lower(trim(text));
+      if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+      if (t == "0" || t == "false" || t == "no" || t == "off") return false;
+      bad_value(key, text, origin);
+    }
+    case ConfigType::Int: return parse_integer(key, text, origin, false);
+    case ConfigType::Size: return parse_integer(key, text, origin, true);
+    case ConfigType::Double: {
+      std::string t = trim(text);
+      errno = 0;
+      char *end = nullptr;
+      double v = std::strtod(t.c_str(), &end);
+      if (t.empty() || errno == ERANGE || *end != '\0' || !std::isfinite(v))
+        bad_value(key, text, origin);
+      return v;
+    }
+    case ConfigType::Enum: {
+      std::string t = lower(trim(text));
+      for (const std::string &c : key.choices)
+        if (c == t) return c;
+      bad_value(key, text, origin);
+    }
+    case ConfigType::String: return std::string(text);
+  }
+  fail(ZRT_ERR_INTERNAL, "config key {} has no type", key.name);
+}
+
+void Config::apply(const ConfigKey &key, std::string_view text, ConfigSource source,
+                   std::string_view origin) {
+  Entry &e = entries_[key.name];
+  e.key = &key;
+  e.value = parse_config_value(key, text, origin);
+  e.source = source;
+}
+
+Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
+                       const std::map<std::string, std::string> &params, char **env) {
+  Config c;
+  c.schema_ = &schema;
+  for (const ConfigKey &k : schema.keys())
+    c.apply(k, k.default_value, ConfigSource::Default, "the built-in default");
+
+  // The environment is read first (but applied last) because it may name the file.
+  std::map<std::string, std::string> env_values;
+  for (char **e = env; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    if (entry.substr(0, 4) != "ZRT_") continue;
+    size_t eq = entry.find('=');
+    std::string name(entry.substr(0, eq));
+    std::string value(eq == std::string_view::npos ? "" : entry.substr(eq + 1));
+    const ConfigKey *key = schema.find_env(name);
+    if (key == nullptr) {
+      std::vector<std::string> hints = schema.suggest(name);
+      fail(ZRT_ERR_CONFIG, "unknown environment variable {}{}; zrt-info --config-keys lists them all",
+           name, hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
+    }
+    env_values[key->name] = value;
+  }
+
+  // The file: the program's choice, else the environment's.
+  c.file_path_ = file_path;
+  if (auto it = params.find("config_file"); c.file_path_.empty() && it != params.end())
+    c.file_path_ = it->second;
+  if (auto it = env_values.find("config_file"); it != env_values.end()) c.file_path_ = it->second;
+
+  if (!c.file_path_.empty()) {
+    std::ifstream in(c.file_path_);
+    if (!in) fail(ZRT_ERR_CONFIG, "cannot open configuration file {}", c.file_path_);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error &e) {
+      fail(ZRT_ERR_CONFIG, "configuration file {} is not valid JSON: {}", c.file_path_, e.what());
+    }
+    if (!j.is_object())
+      fail(ZRT_ERR_CONFIG, "configuration file {} must hold a JSON object", c.file_path_);
+    std::vector<std::pair<std::string, const nlohmann::json *>> flat;
+    flatten(j, "", flat);
+    for (auto &[name, value] : flat) {
+      const ConfigKey *key = schema.find(name);
+      if (key == nullptr) {
+        std::vector<std::string> hints = schema.suggest(name);
+        fail(ZRT_ERR_CONFIG, "unknown key '{}' in {}{}; zrt-info --config-keys lists them all",
+             name, c.file_path_,
+             hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
+      }
+      if (value->is_array() || value->is_null())
+        fail(ZRT_ERR_CONFIG, "bad value {} for {} (from {}): {}", value->dump(), key->name,
+             c.file_path_, accepted(*key));
+      c.apply(*key, json_scalar_text(*value), ConfigSource::File, c.file_path_);
+    }
+  }
+
+  Config out = c.with_params(params);
+  out.env_texts_ = env_values;
+  for (auto &[name, text] : env_values) {
+    const ConfigKey *key = schema.find(name);
+    out.apply(*key, text, ConfigSource::Environment, key->env_name());
+  }
+  return out;
+}
+
+Config Config::with_params(const std::map<std::string, std::string> &params) const {
+  Config c = *this;
+  for (auto &[name, text] : params) {
+    const ConfigKey *key = schema_->find(name);
+    if (key == nullptr) fail(ZRT_ERR_INTERNAL, "params set unknown config key {}", name);
+    c.apply(*key, text, ConfigSource::Params, "the params struct");
+  }
+  for (auto &[name, text] : env_texts_) {
+    const ConfigKey *key = schema_->find(name);
+    c.apply(*key, text, ConfigSource::Environment, key->env_name());
+  }
+  return c;
+}
+
+const Config::Entry &Config::entry(std::string_view name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) fail(ZRT_ERR_INTERNAL, "no config key {}", name);
+  return it->second;
+}
+
+bool Config::get_bool(std::string_view name) const { return std::get<bool>(entry(name).value); }
+int64_t Config::get_int(std::string_view name) const {
+  return std::get<int64_t>(entry(name).value);
+}
+double Config::get_double(std::string_view name) const {
+  return std::get<double>(entry(name).value);
+}
+const std::string &Config::get_string(std::string_view name) const {
+  return std::get<std::string>(entry(name).value);
+}
+ConfigSource Config::source(std::string_view name) const { return entry(name).source; }
+
+nlohmann::json Config::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto &[name, e] : entries_) {
+    nlohmann::json v;
+    std::visit([&](auto &&x) { v = x; }, e.value);
+    out[name] = {{"value", v}, {"source", source_name(e.source)}};
+  }
+  return out;
+}
+
+}  // namespace zrt

@@ -1,0 +1,86 @@
+// The context behind zrt_context_h: zerort's duplicate of the caller's communicator, the
+// resolved configuration, the topology, and one part per upper layer.
+//
+// Upper layers (comm, memory, optim) may not be called from runtime (see DESIGN.md), so
+// they register a factory for their ContextPart; zrt_init creates the parts in layer order
+// and zrt_finalize destroys them in reverse.
+#pragma once
+
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/config.hpp"
+#include "runtime/handle_table.hpp"
+#include "runtime/topology.hpp"
+#include "zerort/context.h"
+
+namespace zrt {
+
+class Context;
+
+class ContextPart {
+ public:
+  virtual ~ContextPart() = default;
+  virtual const char *name() const = 0;
+  // Throws Error(ZRT_ERR_INVALID_STATE) when the context cannot be finalized now.
+  virtual void check_can_finalize() const {}
+  virtual void describe(nlohmann::json &out) const { (void)out; }
+};
+
+using ContextPartFactory = std::function<std::unique_ptr<ContextPart>(Context &)>;
+
+// Called from a static initializer in each upper layer. order: memory 10, comm 20,
+// optim 30. Returns true so it can initialize a namespace-scope constant.
+bool register_context_part(int order, ContextPartFactory factory);
+
+class Context {
+ public:
+  // Collective over user_comm. Throws the same Error on every rank on failure.
+  Context(MPI_Comm user_comm, const zrt_init_params_t *params);
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  MPI_Comm node_comm() const { return node_comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Config &config() const { return config_; }
+  const Topology &topology() const { return *topology_; }
+  int mpi_thread_level() const { return thread_level_; }
+  zrt_log_level_t log_level() const { return log_level_; }
+
+  template <class T>
+  T &part() const {
+    for (const auto &p : parts_)
+      if (auto *t = dynamic_cast<T *>(p.get())) return *t;
+    fail(ZRT_ERR_INTERNAL, "context has no {} part", typeid(T).name());
+  }
+
+  void check_can_finalize() const;
+  nlohmann::json describe() const;
+
+  uintptr_t handle = 0;  // this context's own handle value
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  int thread_level_ = MPI_THREAD_SINGLE;
+  bool owns_mpi_ = false;
+  zrt_log_level_t log_level_ = ZRT_LOG_WARN;
+  Config config_;
+  std::unique_ptr<Topology> topology_;
+  std::vector<std::unique_ptr<ContextPart>> parts_;
+};
+
+HandleTable<Context> &context_table();
+Context &context_from(zrt_context_h handle, const char *argument = "context");
+
+}  // namespace zrt

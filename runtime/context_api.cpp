@@ -1,0 +1,93 @@
+// The C entry points of zerort/context.h.
+#include "runtime/context.hpp"
+#include "runtime/error.hpp"
+#include "runtime/string_out.hpp"
+#include "zerort/context.h"
+
+using namespace zrt;
+
+extern "C" {
+
+ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
+                                        const zrt_init_params_t *params,
+                                        zrt_context_h *context_p) {
+  return abi_call("zrt_init", [&] {
+    uint32_t major = api_version >> 16, minor = api_version & 0xffffu;
+    if (major != ZRT_API_VERSION_MAJOR || minor > ZRT_API_VERSION_MINOR)
+      fail(ZRT_ERR_VERSION_MISMATCH,
+           "the program was compiled against zerort API {}.{} but the library loaded provides "
+           "API {}.{} (library {}); rebuild the program or load a matching libzerort",
+           major, minor, ZRT_API_VERSION_MAJOR, ZRT_API_VERSION_MINOR, ZRT_VERSION_STRING);
+    require_nonnull(context_p, "context_p");
+    auto context = std::make_unique<Context>(comm, params);
+    Context *raw = context.get();
+    raw->handle = context_table().insert(std::move(context));
+    *context_p = to_handle<zrt_context_h>(raw->handle);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_finalize(zrt_context_h context) {
+  return abi_call("zrt_finalize", [&] {
+    context_from(context).check_can_finalize();
+    context_table().remove(handle_value(context), "context");
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr) {
+  return abi_call("zrt_context_query", [&] {
+    const Context &c = context_from(context);
+    require_nonnull(attr, "attr");
+    const Topology &t = c.topology();
+    const uint64_t m = attr->field_mask;
+    if (m & ZRT_CONTEXT_ATTR_FIELD_RANK) attr->rank = c.rank();
+    if (m & ZRT_CONTEXT_ATTR_FIELD_SIZE) attr->size = c.size();
+    if (m & ZRT_CONTEXT_ATTR_FIELD_NODE) {
+      attr->node_id = t.layout().node_id;
+      attr->node_count = t.layout().node_count;
+    }
+    if (m & ZRT_CONTEXT_ATTR_FIELD_LOCAL) {
+      attr->local_rank = t.layout().local_rank;
+      attr->local_size = t.layout().local_size;
+    }
+    if (m & ZRT_CONTEXT_ATTR_FIELD_BINDING) {
+      attr->bound_by = t.bound_by();
+      attr->bound_pus = t.bound_pus();
+      attr->numa_node = t.numa_node();
+    }
+    if (m & ZRT_CONTEXT_ATTR_FIELD_DEVICES) {
+      attr->gpu_count = static_cast<int>(t.gpus().size());
+      attr->gpu = t.gpu() >= 0 ? t.gpus()[static_cast<size_t>(t.gpu())].cuda_index : -1;
+      attr->nic_count = static_cast<int>(t.nics().size());
+    }
+    if (m & ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL) attr->log_level = c.log_level();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_context_describe(zrt_context_h context, char *buf, size_t size,
+                                          size_t *length_p) {
+  return abi_call("zrt_context_describe", [&] {
+    copy_out(context_from(context).describe().dump(), buf, size, length_p);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_get_version(unsigned *major_p, unsigned *minor_p, unsigned *patch_p,
+                                     uint32_t *api_version_p) {
+  if (major_p != nullptr) *major_p = ZRT_VERSION_MAJOR;
+  if (minor_p != nullptr) *minor_p = ZRT_VERSION_MINOR;
+  if (patch_p != nullptr) *patch_p = ZRT_VERSION_PATCH;
+  if (api_version_p != nullptr) *api_version_p = ZRT_API_VERSION;
+  return ZRT_SUCCESS;
+}
+
+ZRT_API zrt_status_t zrt_config_schema(char *buf, size_t size, size_t *length_p) {
+  return abi_call("zrt_config_schema", [&] {
+    copy_out(ConfigSchema::library().to_json().dump(), buf, size, length_p);
+    return ZRT_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,170 @@
+/**
+ * @file zerort/comm.h
+ * @brief Communicators and asynchronous collectives on host buffers.
+ *
+ * ## Partitioning and padding
+ * zerort partitions a flat buffer of @c count elements over @c n ranks in contiguous
+ * shards of @c shard = ceil(count / n) elements: rank r owns elements
+ * [r*shard, min((r+1)*shard, count)). The last ranks' shards may be short or empty when
+ * n does not divide count. zrt_shard_range() computes this; every collective below that
+ * takes a total count uses it:
+ *  - reduce-scatter reads @c count elements and writes @c shard elements: the rank's
+ *    reduced elements, followed by zeros in the padding;
+ *  - all-gather reads the rank's own elements (its valid length, padding not read) and
+ *    writes @c count elements.
+ *
+ * ## Requests
+ * zrt_*_post starts an operation and returns a request; zrt_request_test advances it and
+ * returns ZRT_SUCCESS once done, ZRT_IN_PROGRESS before; zrt_request_wait blocks until it
+ * is done; zrt_request_free releases it. Buffers must stay untouched until it is done.
+ * Operations on one communicator must be posted in the same order on every rank.
+ *
+ * ## Argument checks
+ * With the configuration key comm.check_args (ZRT_COMM_CHECK_ARGS, on by default) every
+ * collective first agrees on its kind, count, dtype, op and root across the ranks, so a
+ * rank that passes a different count fails with ZRT_ERR_MISMATCH on every rank instead of
+ * corrupting memory or hanging. The check costs one small all-reduce per collective.
+ */
+#ifndef ZERORT_COMM_H
+#define ZERORT_COMM_H
+
+#include <mpi.h>
+
+#include "zerort/defs.h"
+#include "zerort/status.h"
+
+ZRT_BEGIN_DECLS
+
+/** @brief Which fields of zrt_comm_params_t the caller set. */
+enum zrt_comm_params_field {
+  ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0
+};
+
+/** @brief Parameters of zrt_comm_create. */
+typedef struct zrt_comm_params {
+  uint64_t field_mask;
+  const char *backend; /**< "auto" (default: the registry chooses) or a backend name */
+} zrt_comm_params_t;
+
+/**
+ * @brief Create a communicator over the ranks of @p mpi_comm (which is duplicated).
+ * @param params may be NULL.
+ * Collective over @p mpi_comm, blocking.
+ */
+ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
+                                     const zrt_comm_params_t *params, zrt_comm_h *comm_p);
+
+/**
+ * @brief Destroy a communicator made by zrt_comm_create. Fails with ZRT_ERR_INVALID_STATE,
+ * destroying nothing, while requests on it are in flight. The communicator returned by
+ * zrt_context_comm cannot be destroyed (ZRT_ERR_INVALID_ARGUMENT).
+ * Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_comm_destroy(zrt_comm_h comm);
+
+/** @brief Rank of the caller in @p comm. Local, thread-safe. */
+ZRT_API zrt_status_t zrt_comm_rank(zrt_comm_h comm, int *rank_p);
+/** @brief Number of ranks in @p comm. Local, thread-safe. */
+ZRT_API zrt_status_t zrt_comm_size(zrt_comm_h comm, int *size_p);
+/**
+ * @brief Name of the backend serving @p comm ("mpi", ...). The string is static.
+ * Local, thread-safe.
+ */
+ZRT_API zrt_status_t zrt_comm_backend(zrt_comm_h comm, const char **name_p);
+
+/**
+ * @brief Agree on a status: every rank passes its own, every rank gets the status of the
+ * lowest-numbered failed rank (or ZRT_SUCCESS when all succeeded), and on a failure the
+ * calling thread's last error message becomes "rank R: <R's message>" on every rank.
+ * ZRT_IN_PROGRESS counts as success.
+ * @param[out] failed_rank_p the lowest failed rank, -1 if none; may be NULL.
+ * @return the agreed status; ZRT_ERR_MPI if the agreement itself failed.
+ * Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_comm_agree_status(zrt_comm_h comm, zrt_status_t local_status,
+                                           int *failed_rank_p);
+
+/**
+ * @brief The shard of a flat buffer of @p count elements that @p rank of @p nranks owns
+ * (see "Partitioning and padding" above). Any output may be NULL.
+ * @param[out] offset_p first element of the shard (r * shard, may exceed count)
+ * @param[out] length_p valid elements in the shard (0 .. shard)
+ * @param[out] shard_p  padded shard size ceil(count / nranks), equal on every rank
+ * Local, thread-safe.
+ */
+ZRT_API zrt_status_t zrt_shard_range(size_t count, int nranks, int rank, size_t *offset_p,
+                                     size_t *length_p, size_t *shard_p);
+
+/** @brief Bytes per element of @p dtype. Local, thread-safe. */
+ZRT_API zrt_status_t zrt_dtype_size(zrt_dtype_t dtype, size_t *size_p);
+
+/**
+ * @brief Start a reduce-scatter: reduce @p count elements of @p sendbuf over the ranks
+ * and write this rank's shard (ceil(count/n) elements, zero padded) to @p recvbuf.
+ * The buffers must not overlap. Collective, non-blocking; thread-safe if the MPI library
+ * provides MPI_THREAD_MULTIPLE, but posts on one communicator must be ordered.
+ */
+ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf,
+                                             void *recvbuf, size_t count, zrt_dtype_t dtype,
+                                             zrt_op_t op, zrt_request_h *request_p);
+
+/**
+ * @brief Start an all-gather: each rank contributes its shard of a @p count-element
+ * buffer from @p sendbuf (its valid length, see zrt_shard_range) and every rank receives
+ * all @p count elements in @p recvbuf. In place when @p sendbuf equals recvbuf plus the
+ * rank's offset. Collective, non-blocking.
+ */
+ZRT_API zrt_status_t zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype,
+                                         zrt_request_h *request_p);
+
+/**
+ * @brief Start an all-reduce of @p count elements. In place when @p sendbuf equals
+ * @p recvbuf. Collective, non-blocking.
+ */
+ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype, zrt_op_t op,
+                                         zrt_request_h *request_p);
+
+/**
+ * @brief Start a broadcast of @p count elements of @p buf from @p root.
+ * Collective, non-blocking.
+ */
+ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count,
+                                        zrt_dtype_t dtype, int root, zrt_request_h *request_p);
+
+/**
+ * @brief Advance a request. @return ZRT_SUCCESS when it is done, ZRT_IN_PROGRESS while it
+ * runs, or the error that ended it (the same error on every later call).
+ * Local, non-blocking. A request may be tested from one thread at a time.
+ */
+ZRT_API zrt_status_t zrt_request_test(zrt_request_h request);
+
+/**
+ * @brief Block until a request is done. @return as zrt_request_test, never IN_PROGRESS.
+ * Local, blocking.
+ */
+ZRT_API zrt_status_t zrt_request_wait(zrt_request_h request);
+
+/**
+ * @brief Release a request. Fails with ZRT_ERR_INVALID_STATE, freeing nothing, while it
+ * is in progress. The handle is stale afterwards. Local, non-blocking.
+ */
+ZRT_API zrt_status_t zrt_request_free(zrt_request_h request);
+
+/** @brief Blocking reduce-scatter: post, wait, free. Collective, blocking. */
+ZRT_API zrt_status_t zrt_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, zrt_dtype_t dtype, zrt_op_t op);
+/** @brief Blocking all-gather: post, wait, free. Collective, blocking. */
+ZRT_API zrt_status_t zrt_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zrt_dtype_t dtype);
+/** @brief Blocking all-reduce: post, wait, free. Collective, blocking. */
+ZRT_API zrt_status_t zrt_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zrt_dtype_t dtype, zrt_op_t op);
+/** @brief Blocking broadcast: post, wait, free. Collective, blocking. */
+ZRT_API zrt_status_t zrt_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
+                                   int root);
+
+ZRT_END_DECLS
+
+#endif /* ZERORT_COMM_H */

@@ -1,0 +1,15 @@
+// Who owns MPI. zrt_init initializes MPI when the caller has not and remembers it; the
+// last context zerort created that way finalizes it. MPI the caller initialized is never
+// finalized by zerort.
+#pragma once
+
+namespace zrt {
+
+// Initializes MPI if needed; returns true if this call initialized it. Throws
+// Error(ZRT_ERR_INVALID_STATE) when MPI has already been finalized.
+bool mpi_acquire(int *thread_level);
+// Drops one reference taken by mpi_acquire; finalizes MPI when zerort initialized it and
+// no context is left.
+void mpi_release(bool owned) noexcept;
+
+}  // namespace zrt

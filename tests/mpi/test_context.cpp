@@ -1,0 +1,86 @@
+// Context queries, placement, several contexts at once, and faked nodes.
+#include <nlohmann/json.hpp>
+
+#include "mpi_fixture.hpp"
+
+TEST(Context, QueryMatchesMpi) {
+  zrt_context_attr_t a = {};
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_RANK | ZRT_CONTEXT_ATTR_FIELD_SIZE | ZRT_CONTEXT_ATTR_FIELD_NODE |
+                 ZRT_CONTEXT_ATTR_FIELD_LOCAL | ZRT_CONTEXT_ATTR_FIELD_BINDING |
+                 ZRT_CONTEXT_ATTR_FIELD_DEVICES;
+  ASSERT_EQ(zrt_context_query(test::context(), &a), ZRT_SUCCESS);
+  EXPECT_EQ(a.rank, test::rank());
+  EXPECT_EQ(a.size, test::size());
+  EXPECT_EQ(a.node_count, 1);  // one machine
+  EXPECT_EQ(a.node_id, 0);
+  EXPECT_EQ(a.local_rank, test::rank());
+  EXPECT_EQ(a.local_size, test::size());
+  EXPECT_GE(a.bound_pus, 1);
+  EXPECT_GE(a.gpu_count, 0);
+  EXPECT_TRUE(a.gpu_count > 0 || a.gpu == -1);
+}
+
+TEST(Context, OnlyRequestedFieldsAreWritten) {
+  zrt_context_attr_t a = {};
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_SIZE;
+  a.rank = -77;
+  ASSERT_EQ(zrt_context_query(test::context(), &a), ZRT_SUCCESS);
+  EXPECT_EQ(a.rank, -77);
+  EXPECT_EQ(a.size, test::size());
+}
+
+TEST(Context, DescribeIsJsonWithTopologyConfigAndBackends) {
+  size_t n = 0;
+  ASSERT_EQ(zrt_context_describe(test::context(), nullptr, 0, &n), ZRT_SUCCESS);
+  std::string s(n + 1, '\0');
+  size_t again = 0;
+  ASSERT_EQ(zrt_context_describe(test::context(), s.data(), s.size(), &again), ZRT_SUCCESS);
+  EXPECT_EQ(again, n);
+  s.resize(n);
+  nlohmann::json j = nlohmann::json::parse(s);
+  EXPECT_EQ(j["rank"], test::rank());
+  EXPECT_GT(j["topology"]["cores"].get<int>(), 0);
+  EXPECT_EQ(j["comm"]["world_backend"], "mpi");
+  EXPECT_TRUE(j["config"].contains("log_level"));
+  EXPECT_FALSE(j["mpi"]["initialized_by_zerort"].get<bool>());
+}
+
+TEST(Context, SeveralContextsCoexist) {
+  zrt_context_h a = nullptr, b = nullptr;
+  ASSERT_EQ(zrt_init(MPI_COMM_WORLD, nullptr, &a), ZRT_SUCCESS) << test::last_error();
+  ASSERT_EQ(zrt_init(MPI_COMM_WORLD, nullptr, &b), ZRT_SUCCESS) << test::last_error();
+  zrt_comm_h ca = nullptr, cb = nullptr;
+  zrt_context_comm(a, &ca);
+  zrt_context_comm(b, &cb);
+  EXPECT_NE(ca, cb);
+  // Interleaved collectives on two contexts never match each other's messages.
+  double x = 1, ya = 0, yb = 0;
+  zrt_request_h ra = nullptr, rb = nullptr;
+  ASSERT_EQ(zrt_all_reduce_post(ca, &x, &ya, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &ra), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_all_reduce_post(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_AVG, &rb), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_request_wait(rb), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_request_wait(ra), ZRT_SUCCESS);
+  EXPECT_EQ(ya, static_cast<double>(test::size()));
+  EXPECT_EQ(yb, 1.0);
+  zrt_request_free(ra);
+  zrt_request_free(rb);
+  EXPECT_EQ(zrt_finalize(a), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_all_reduce(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_finalize(b), ZRT_SUCCESS);
+}
+
+TEST(Context, RanksPerNodeFakesNodes) {
+  zrt_init_params_t p = {};
+  p.field_mask = ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE;
+  p.ranks_per_node = 2;
+  zrt_context_h ctx = nullptr;
+  ASSERT_EQ(zrt_init(MPI_COMM_WORLD, &p, &ctx), ZRT_SUCCESS) << test::last_error();
+  zrt_context_attr_t a = {};
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_NODE | ZRT_CONTEXT_ATTR_FIELD_LOCAL;
+  ASSERT_EQ(zrt_context_query(ctx, &a), ZRT_SUCCESS);
+  EXPECT_EQ(a.node_count, (test::size() + 1) / 2);
+  EXPECT_EQ(a.node_id, test::rank() / 2);
+  EXPECT_EQ(a.local_rank, test::rank() % 2);
+  EXPECT_EQ(a.local_size, std::min(2, test::size() - 2 * (test::rank() / 2)));
+  EXPECT_EQ(zrt_finalize(ctx), ZRT_SUCCESS);
+}
