@@ -18,6 +18,7 @@ namespace {
 
 struct CommOptions {
   bool json = false;
+  std::string json_file;  // JSON lines also go here, next to the table
   std::string min_bytes = "1K";
   std::string max_bytes = "256M";
   int factor = 4;
@@ -56,6 +57,15 @@ int run_comm(const CommOptions &opt) {
   zrt_context_comm(ctx, &comm);
   const char *backend = "?";
   zrt_comm_backend(comm, &backend);
+
+  std::FILE *json_out = nullptr;
+  if (rank == 0 && !opt.json_file.empty()) {
+    json_out = std::fopen(opt.json_file.c_str(), "w");
+    if (json_out == nullptr) {
+      std::fprintf(stderr, "zrt-bench comm: cannot write %s\n", opt.json_file.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
 
   zrt_dtype_t dt = parse_dtype(opt.dtype);
   size_t es = 0;
@@ -130,7 +140,7 @@ int run_comm(const CommOptions &opt) {
       double bw_ours = bus_factor * static_cast<double>(bytes) / t_ours.median / 1e9;
       double ratio = has_baseline ? t_mpi.median / t_ours.median : 0;
       if (rank != 0) continue;
-      if (opt.json) {
+      {
         auto row = [&](const char *impl, const Timing &t, double busbw) {
           nlohmann::json j{{"bench", "comm"}, {"op", op}, {"impl", impl}, {"bytes", bytes},
                            {"np", n}, {"dtype", opt.dtype}, {"seconds", t.median},
@@ -141,17 +151,20 @@ int run_comm(const CommOptions &opt) {
             j["backend"] = backend;
             if (has_baseline) j["speedup_vs_mpi"] = ratio;
           }
-          fmt::print("{}\n", j.dump());
+          if (opt.json) fmt::print("{}\n", j.dump());
+          if (json_out != nullptr) fmt::print(json_out, "{}\n", j.dump());
         };
         if (has_baseline) row("mpi", t_mpi, bw_mpi);
         row("zerort", t_ours, bw_ours);
-      } else {
+      }
+      if (!opt.json) {
         fmt::print("{:<15} {:>10} | {:>10.3g} {:>9.3f} | {:>10.3g} {:>9.3f} | {:>7.2f}x\n", op,
                    format_bytes(bytes), t_mpi.median, bw_mpi, t_ours.median, bw_ours, ratio);
       }
       std::fflush(stdout);
     }
   }
+  if (json_out != nullptr) std::fclose(json_out);
   zrt_finalize(ctx);
   return 0;
 }
@@ -161,7 +174,8 @@ int run_comm(const CommOptions &opt) {
 void add_comm_bench(CLI::App &app) {
   auto opt = std::make_shared<CommOptions>();
   CLI::App *sub = app.add_subcommand("comm", "collective bus bandwidth: zerort next to MPI's own");
-  sub->add_flag("--json", opt->json, "one JSON object per line");
+  sub->add_flag("--json", opt->json, "one JSON object per line instead of the table");
+  sub->add_option("--json-file", opt->json_file, "also write the JSON lines to this file");
   sub->add_option("--min-bytes", opt->min_bytes, "smallest buffer (e.g. 1K)")->capture_default_str();
   sub->add_option("--max-bytes", opt->max_bytes, "largest buffer (e.g. 256M)")->capture_default_str();
   sub->add_option("--factor", opt->factor, "size step")->capture_default_str();

@@ -1,2 +1,52 @@
-#!/bin/sh
-exit 0
+#!/usr/bin/env bash
+# Runs the examples of README.md, so the manual cannot drift from the code.
+#   <!-- readme-test: c FILE -->  the next ```c block is written to FILE
+#   <!-- readme-test: sh -->      the next ```sh block runs, line by line, and must succeed
+# They run in a scratch folder where build/, runtime/ and scripts/ point at the real ones,
+# so the README can show the paths a user types from the repository root.
+set -euo pipefail
+readme=$1
+build=$(cd "$2" && pwd)
+src=$(cd "$(dirname "$readme")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ln -s "$build" "$work/build"
+ln -s "$src/runtime" "$work/runtime"
+ln -s "$src/scripts" "$work/scripts"
+cd "$work"
+
+mode="" file="" in_block=0 blocks=0
+while IFS= read -r line || [ -n "$line" ]; do
+  if [ $in_block -eq 0 ]; then
+    if [[ $line =~ ^\<!--\ readme-test:\ (c|sh)\ ?([^ ]*)\ --\>$ ]]; then
+      mode=${BASH_REMATCH[1]}
+      file=${BASH_REMATCH[2]}
+    elif [[ -n $mode && $line =~ ^\`\`\` ]]; then
+      in_block=1
+      : > block.txt
+    fi
+    continue
+  fi
+  if [[ $line =~ ^\`\`\`$ ]]; then
+    in_block=0
+    blocks=$((blocks + 1))
+    if [ "$mode" = c ]; then
+      cp block.txt "$file"
+      echo "== wrote $file"
+    else
+      echo "== running block $blocks:"
+      cat block.txt
+      # Continuation lines (ending in a backslash) belong to one command.
+      bash -euo pipefail block.txt < /dev/null
+    fi
+    mode=""
+    continue
+  fi
+  printf '%s\n' "$line" >> block.txt
+done < "$readme"
+
+if [ $blocks -lt 3 ]; then
+  echo "FAIL: found only $blocks tested blocks in $readme"
+  exit 1
+fi
+echo "ok: $blocks README blocks ran"
