@@ -78,7 +78,8 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
     if (mpi_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
     std::unique_ptr<Communicator> comm;
     // Agreed, so a backend that fails on one rank fails the creation on all of them.
-    run_agreed(mpi_comm, [&] { comm = std::make_unique<Communicator>(c, mpi_comm, backend, false); });
+    run_agreed(mpi_comm,
+               [&] { comm = std::make_unique<Communicator>(c, mpi_comm, backend, false); });
     Communicator *raw = comm.get();
     raw->handle = comm_table().insert(std::move(comm));
     c.part<CommPart>().adopt(raw->handle);
@@ -188,8 +189,8 @@ ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, v
               make(CollKind::AllReduce, sendbuf, recvbuf, count, dtype, op, 0), request_p);
 }
 
-ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count,
-                                        zrt_dtype_t dtype, int root, zrt_request_h *request_p) {
+ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
+                                        int root, zrt_request_h *request_p) {
   return post("zrt_broadcast_post", comm,
               make(CollKind::Broadcast, nullptr, buf, count, dtype, ZRT_OP_SUM, root), request_p);
 }

@@ -5,8 +5,8 @@
 namespace zrt {
 
 namespace {
-const bool registered = register_context_part(
-    20, [](Context &context) { return std::make_unique<CommPart>(context); });
+const bool registered =
+    register_context_part(20, [](Context &context) { return std::make_unique<CommPart>(context); });
 }  // namespace
 
 CommPart::CommPart(Context &context) : context_(context) {
@@ -18,7 +18,8 @@ CommPart::CommPart(Context &context) : context_(context) {
 }
 
 CommPart::~CommPart() {
-  for (uintptr_t c : comms_) comm_table().remove(c, "communicator");
+  for (uintptr_t c : comms_)
+    comm_table().remove(c, "communicator");
   comm_table().remove(world_, "communicator");
 }
 
@@ -32,7 +33,8 @@ void CommPart::check_can_finalize() const {
            c.live_requests(), c.size());
   };
   check(world_);
-  for (uintptr_t c : comms_) check(c);
+  for (uintptr_t c : comms_)
+    check(c);
 }
 
 void CommPart::describe(nlohmann::json &out) const {

@@ -39,10 +39,14 @@ bool overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
 
 const char *coll_name(CollKind kind) {
   switch (kind) {
-    case CollKind::ReduceScatter: return "reduce_scatter";
-    case CollKind::AllGather: return "all_gather";
-    case CollKind::AllReduce: return "all_reduce";
-    case CollKind::Broadcast: return "broadcast";
+    case CollKind::ReduceScatter:
+      return "reduce_scatter";
+    case CollKind::AllGather:
+      return "all_gather";
+    case CollKind::AllReduce:
+      return "all_reduce";
+    case CollKind::Broadcast:
+      return "broadcast";
   }
   return "collective";
 }
@@ -100,7 +104,8 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const std::stri
 
 Communicator::~Communicator() {
   // Rejected posts' checks still involve the other ranks: finish them before freeing.
-  while (!orphans_.empty()) progress();
+  while (!orphans_.empty())
+    progress();
   backend_.reset();  // before the MPI communicators it may use
   if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -119,7 +124,8 @@ void Communicator::validate(const CollArgs &a) const {
       require_nonnull(a.send, "sendbuf");
       require_nonnull(a.recv, "recvbuf");
       if (overlaps(a.send, a.count * esize, a.recv, own.shard * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap; reduce-scatter needs "
+        fail(ZRT_ERR_INVALID_ARGUMENT,
+             "sendbuf and recvbuf overlap; reduce-scatter needs "
              "separate buffers");
       break;
     case CollKind::AllGather:
@@ -127,8 +133,10 @@ void Communicator::validate(const CollArgs &a) const {
       require_nonnull(a.recv, "recvbuf");
       if (a.send != static_cast<const char *>(a.recv) + own.offset * esize &&
           overlaps(a.send, own.length * esize, a.recv, a.count * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf overlaps recvbuf but is not this rank's slot of "
-             "it (recvbuf + {} elements), the only in-place form", own.offset);
+        fail(ZRT_ERR_INVALID_ARGUMENT,
+             "sendbuf overlaps recvbuf but is not this rank's slot of "
+             "it (recvbuf + {} elements), the only in-place form",
+             own.offset);
       break;
     case CollKind::AllReduce:
       require_nonnull(a.send, "sendbuf");
@@ -142,7 +150,8 @@ void Communicator::validate(const CollArgs &a) const {
     case CollKind::Broadcast:
       require_nonnull(a.recv, "buf");
       if (a.root < 0 || a.root >= size_)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "root is {}: accepted values are 0 .. {}", a.root, size_ - 1);
+        fail(ZRT_ERR_INVALID_ARGUMENT, "root is {}: accepted values are 0 .. {}", a.root,
+             size_ - 1);
       if (a.count > static_cast<size_t>(INT_MAX))
         fail(ZRT_ERR_NOT_SUPPORTED, "count {} exceeds INT_MAX, the limit of backend {}", a.count,
              backend_->name());
@@ -204,8 +213,8 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
 }
 
 void Communicator::drop_orphan(Request &r) {
-  auto it = std::find_if(orphans_.begin(), orphans_.end(),
-                         [&](const auto &p) { return p.get() == &r; });
+  auto it =
+      std::find_if(orphans_.begin(), orphans_.end(), [&](const auto &p) { return p.get() == &r; });
   if (it != orphans_.end()) orphans_.erase(it);
 }
 

@@ -6,10 +6,16 @@ namespace zrt {
 
 size_t dtype_size(zrt_dtype_t dtype) {
   switch (dtype) {
-    case ZRT_DTYPE_FP32: return 4;
-    case ZRT_DTYPE_FP64: return 8;
-    case ZRT_DTYPE_BF16: return 2;
-    case ZRT_DTYPE_FP16: return 2;
+    case ZRT_DTYPE_FP32:
+      return 4;
+    case ZRT_DTYPE_FP64:
+      return 8;
+    case ZRT_DTYPE_BF16:
+      return 2;
+    case ZRT_DTYPE_FP16:
+      return 2;
+    default:
+      break;
   }
   fail(ZRT_ERR_INVALID_ARGUMENT,
        "dtype is {}: accepted values are ZRT_DTYPE_FP32, ZRT_DTYPE_FP64, ZRT_DTYPE_BF16, "
@@ -19,18 +25,28 @@ size_t dtype_size(zrt_dtype_t dtype) {
 
 const char *dtype_name(zrt_dtype_t dtype) {
   switch (dtype) {
-    case ZRT_DTYPE_FP32: return "fp32";
-    case ZRT_DTYPE_FP64: return "fp64";
-    case ZRT_DTYPE_BF16: return "bf16";
-    case ZRT_DTYPE_FP16: return "fp16";
+    case ZRT_DTYPE_FP32:
+      return "fp32";
+    case ZRT_DTYPE_FP64:
+      return "fp64";
+    case ZRT_DTYPE_BF16:
+      return "bf16";
+    case ZRT_DTYPE_FP16:
+      return "fp16";
+    default:
+      break;
   }
   return "unknown dtype";
 }
 
 const char *op_name(zrt_op_t op) {
   switch (op) {
-    case ZRT_OP_SUM: return "sum";
-    case ZRT_OP_AVG: return "avg";
+    case ZRT_OP_SUM:
+      return "sum";
+    case ZRT_OP_AVG:
+      return "avg";
+    default:
+      break;
   }
   return "unknown op";
 }
@@ -46,27 +62,33 @@ void divide_buffer(void *buf, size_t count, zrt_dtype_t dtype, int divisor) {
     case ZRT_DTYPE_FP32: {
       auto *p = static_cast<float *>(buf);
       const float d = static_cast<float>(divisor);
-      for (size_t i = 0; i < count; ++i) p[i] /= d;
+      for (size_t i = 0; i < count; ++i)
+        p[i] /= d;
       return;
     }
     case ZRT_DTYPE_FP64: {
       auto *p = static_cast<double *>(buf);
       const double d = divisor;
-      for (size_t i = 0; i < count; ++i) p[i] /= d;
+      for (size_t i = 0; i < count; ++i)
+        p[i] /= d;
       return;
     }
     case ZRT_DTYPE_BF16: {
       auto *p = static_cast<uint16_t *>(buf);
       const float d = static_cast<float>(divisor);
-      for (size_t i = 0; i < count; ++i) p[i] = float_to_bf16(bf16_to_float(p[i]) / d);
+      for (size_t i = 0; i < count; ++i)
+        p[i] = float_to_bf16(bf16_to_float(p[i]) / d);
       return;
     }
     case ZRT_DTYPE_FP16: {
       auto *p = static_cast<uint16_t *>(buf);
       const float d = static_cast<float>(divisor);
-      for (size_t i = 0; i < count; ++i) p[i] = float_to_fp16(fp16_to_float(p[i]) / d);
+      for (size_t i = 0; i < count; ++i)
+        p[i] = float_to_fp16(fp16_to_float(p[i]) / d);
       return;
     }
+    default:
+      break;
   }
   dtype_size(dtype);  // throws the standard message
 }

@@ -27,7 +27,8 @@ const std::vector<BackendEntry> &entries() {
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> names;
-  for (const auto &e : entries()) names.emplace_back(e.name);
+  for (const auto &e : entries())
+    names.emplace_back(e.name);
   return names;
 }
 
@@ -35,8 +36,10 @@ std::unique_ptr<Backend> create_backend(Communicator &comm, const std::string &r
   if (requested == "auto") return entries().front().create(comm);
   for (const auto &e : entries())
     if (requested == e.name) return e.create(comm);
-  fail(ZRT_ERR_INVALID_ARGUMENT, "backend '{}' is not available in this build: accepted values "
-       "are auto, {}", requested, fmt::join(backend_names(), ", "));
+  fail(ZRT_ERR_INVALID_ARGUMENT,
+       "backend '{}' is not available in this build: accepted values "
+       "are auto, {}",
+       requested, fmt::join(backend_names(), ", "));
 }
 
 }  // namespace zrt

@@ -16,9 +16,12 @@ void Request::fail(zrt_status_t status, std::string message) {
 
 zrt_status_t Request::report() const {
   switch (phase_) {
-    case Phase::Done: return ZRT_SUCCESS;
-    case Phase::Failed: throw Error(status_, message_);
-    default: return ZRT_IN_PROGRESS;
+    case Phase::Done:
+      return ZRT_SUCCESS;
+    case Phase::Failed:
+      throw Error(status_, message_);
+    default:
+      return ZRT_IN_PROGRESS;
   }
 }
 

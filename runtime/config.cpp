@@ -15,20 +15,24 @@ namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  for (char &c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char &c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     size_t diag = row[0];
     row[0] = i;
@@ -43,20 +47,28 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 const char *type_name(ConfigType t) {
   switch (t) {
-    case ConfigType::Bool: return "bool";
-    case ConfigType::Int: return "int";
-    case ConfigType::Size: return "size";
-    case ConfigType::Double: return "double";
-    case ConfigType::Enum: return "enum";
-    case ConfigType::String: return "string";
+    case ConfigType::Bool:
+      return "bool";
+    case ConfigType::Int:
+      return "int";
+    case ConfigType::Size:
+      return "size";
+    case ConfigType::Double:
+      return "double";
+    case ConfigType::Enum:
+      return "enum";
+    case ConfigType::String:
+      return "string";
   }
   return "?";
 }
 
 std::string accepted(const ConfigKey &key) {
   switch (key.type) {
-    case ConfigType::Bool: return "accepted values are true/false, 1/0, yes/no, on/off";
-    case ConfigType::Enum: return fmt::format("accepted values are {}", fmt::join(key.choices, ", "));
+    case ConfigType::Bool:
+      return "accepted values are true/false, 1/0, yes/no, on/off";
+    case ConfigType::Enum:
+      return fmt::format("accepted values are {}", fmt::join(key.choices, ", "));
     case ConfigType::Int:
       if (key.min == INT64_MIN && key.max == INT64_MAX) return "accepted values are integers";
       if (key.max == INT64_MAX) return fmt::format("accepted values are integers >= {}", key.min);
@@ -65,8 +77,10 @@ std::string accepted(const ConfigKey &key) {
       return fmt::format(
           "accepted values are byte counts in [{}, {}], with an optional suffix K, M, G (x1024)",
           key.min, key.max);
-    case ConfigType::Double: return "accepted values are real numbers";
-    case ConfigType::String: return "any string is accepted";
+    case ConfigType::Double:
+      return "accepted values are real numbers";
+    case ConfigType::String:
+      return "any string is accepted";
   }
   return "";
 }
@@ -87,10 +101,14 @@ int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_v
   std::string suffix = lower(end);
   int64_t scale = 1;
   if (with_suffix && !suffix.empty()) {
-    if (suffix == "k" || suffix == "kb" || suffix == "kib") scale = int64_t{1} << 10;
-    else if (suffix == "m" || suffix == "mb" || suffix == "mib") scale = int64_t{1} << 20;
-    else if (suffix == "g" || suffix == "gb" || suffix == "gib") scale = int64_t{1} << 30;
-    else bad_value(key, text, origin);
+    if (suffix == "k" || suffix == "kb" || suffix == "kib")
+      scale = int64_t{1} << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+      scale = int64_t{1} << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+      scale = int64_t{1} << 30;
+    else
+      bad_value(key, text, origin);
   } else if (!suffix.empty()) {
     bad_value(key, text, origin);
   }
@@ -105,8 +123,10 @@ void flatten(const nlohmann::json &j, const std::string &prefix,
              std::vector<std::pair<std::string, const nlohmann::json *>> &out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object()) flatten(*it, name, out);
-    else out.emplace_back(name, &*it);
+    if (it->is_object())
+      flatten(*it, name, out);
+    else
+      out.emplace_back(name, &*it);
   }
 }
 
@@ -117,7 +137,8 @@ std::string json_scalar_text(const nlohmann::json &v) {
 
 }  // namespace
 
-ConfigKey config_key(std::string name, ConfigType type, std::string default_value, std::string doc) {
+ConfigKey config_key(std::string name, ConfigType type, std::string default_value,
+                     std::string doc) {
   ConfigKey k;
   k.name = std::move(name);
   k.type = type;
@@ -126,16 +147,18 @@ ConfigKey config_key(std::string name, ConfigType type, std::string default_valu
   return k;
 }
 
-ConfigKey config_choice(std::string name, std::string default_value, std::vector<std::string> choices,
-                 std::string doc) {
-  ConfigKey k = config_key(std::move(name), ConfigType::Enum, std::move(default_value), std::move(doc));
+ConfigKey config_choice(std::string name, std::string default_value,
+                        std::vector<std::string> choices, std::string doc) {
+  ConfigKey k =
+      config_key(std::move(name), ConfigType::Enum, std::move(default_value), std::move(doc));
   k.choices = std::move(choices);
   return k;
 }
 
 ConfigKey config_int(std::string name, int64_t default_value, int64_t min, int64_t max,
-                  std::string doc) {
-  ConfigKey k = config_key(std::move(name), ConfigType::Int, std::to_string(default_value), std::move(doc));
+                     std::string doc) {
+  ConfigKey k =
+      config_key(std::move(name), ConfigType::Int, std::to_string(default_value), std::move(doc));
   k.min = min;
   k.max = max;
   return k;
@@ -144,7 +167,8 @@ ConfigKey config_int(std::string name, int64_t default_value, int64_t min, int64
 std::string ConfigKey::env_name() const {
   if (!env.empty()) return env;
   std::string e = "ZRT_";
-  for (char c : name) e += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : name)
+    e += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return e;
 }
 
@@ -184,8 +208,11 @@ std::vector<std::string> ConfigSchema::suggest(std::string_view unknown) const {
 nlohmann::json ConfigSchema::to_json() const {
   nlohmann::json out = nlohmann::json::array();
   for (const ConfigKey &k : keys_) {
-    nlohmann::json j{{"name", k.name},       {"env", k.env_name()}, {"type", type_name(k.type)},
-                     {"default", k.default_value}, {"doc", k.doc}};
+    nlohmann::json j{{"name", k.name},
+                     {"env", k.env_name()},
+                     {"type", type_name(k.type)},
+                     {"default", k.default_value},
+                     {"doc", k.doc}};
     if (!k.choices.empty()) j["choices"] = k.choices;
     if (!k.aliases.empty()) j["aliases"] = k.aliases;
     if (k.type == ConfigType::Int || k.type == ConfigType::Size) {
@@ -199,10 +226,14 @@ nlohmann::json ConfigSchema::to_json() const {
 
 const char *source_name(ConfigSource source) {
   switch (source) {
-    case ConfigSource::Default: return "default";
-    case ConfigSource::File: return "file";
-    case ConfigSource::Params: return "params";
-    case ConfigSource::Environment: return "environment";
+    case ConfigSource::Default:
+      return "default";
+    case ConfigSource::File:
+      return "file";
+    case ConfigSource::Params:
+      return "params";
+    case ConfigSource::Environment:
+      return "environment";
   }
   return "?";
 }
@@ -216,8 +247,10 @@ ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
       if (t == "0" || t == "false" || t == "no" || t == "off") return false;
       bad_value(key, text, origin);
     }
-    case ConfigType::Int: return parse_integer(key, text, origin, false);
-    case ConfigType::Size: return parse_integer(key, text, origin, true);
+    case ConfigType::Int:
+      return parse_integer(key, text, origin, false);
+    case ConfigType::Size:
+      return parse_integer(key, text, origin, true);
     case ConfigType::Double: {
       std::string t = trim(text);
       errno = 0;
@@ -233,7 +266,8 @@ ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
         if (c == t) return c;
       bad_value(key, text, origin);
     }
-    case ConfigType::String: return std::string(text);
+    case ConfigType::String:
+      return std::string(text);
   }
   fail(ZRT_ERR_INTERNAL, "config key {} has no type", key.name);
 }
@@ -264,8 +298,9 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
     const ConfigKey *key = schema.find_env(name);
     if (key == nullptr) {
       std::vector<std::string> hints = schema.suggest(name);
-      fail(ZRT_ERR_CONFIG, "unknown environment variable {}{}; zrt-info --config-keys lists them all",
-           name, hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
+      fail(ZRT_ERR_CONFIG,
+           "unknown environment variable {}{}; zrt-info --config-keys lists them all", name,
+           hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
     }
     env_values[key->name] = value;
   }
@@ -333,7 +368,9 @@ const Config::Entry &Config::entry(std::string_view name) const {
   return it->second;
 }
 
-bool Config::get_bool(std::string_view name) const { return std::get<bool>(entry(name).value); }
+bool Config::get_bool(std::string_view name) const {
+  return std::get<bool>(entry(name).value);
+}
 int64_t Config::get_int(std::string_view name) const {
   return std::get<int64_t>(entry(name).value);
 }
@@ -343,7 +380,9 @@ double Config::get_double(std::string_view name) const {
 const std::string &Config::get_string(std::string_view name) const {
   return std::get<std::string>(entry(name).value);
 }
-ConfigSource Config::source(std::string_view name) const { return entry(name).source; }
+ConfigSource Config::source(std::string_view name) const {
+  return entry(name).source;
+}
 
 nlohmann::json Config::to_json() const {
   nlohmann::json out = nlohmann::json::object();

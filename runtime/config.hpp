@@ -25,20 +25,19 @@ enum class ConfigType { Bool, Int, Size, Double, Enum, String };
 struct ConfigKey {
   std::string name;  // dotted path in the JSON file, e.g. "comm.backend"
   ConfigType type = ConfigType::String;
-  std::string default_value;          // as text, parsed like any other source
-  std::vector<std::string> choices;   // accepted values of an Enum
-  int64_t min = INT64_MIN;            // bounds of Int and Size
+  std::string default_value;         // as text, parsed like any other source
+  std::vector<std::string> choices;  // accepted values of an Enum
+  int64_t min = INT64_MIN;           // bounds of Int and Size
   int64_t max = INT64_MAX;
   std::string doc;
-  std::string env;                    // environment variable; derived from name if empty
-  std::vector<std::string> aliases;   // other names accepted in the JSON file
+  std::string env;                   // environment variable; derived from name if empty
+  std::vector<std::string> aliases;  // other names accepted in the JSON file
 
   std::string env_name() const;
 };
 
 // Builders for schema tables (designated initializers trip -Wmissing-field-initializers).
-ConfigKey config_key(std::string name, ConfigType type, std::string default_value,
-                     std::string doc);
+ConfigKey config_key(std::string name, ConfigType type, std::string default_value, std::string doc);
 ConfigKey config_choice(std::string name, std::string default_value,
                         std::vector<std::string> choices, std::string doc);
 ConfigKey config_int(std::string name, int64_t default_value, int64_t min, int64_t max,

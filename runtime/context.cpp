@@ -26,16 +26,25 @@ std::vector<PartRegistration> &part_registry() {
   return registry;
 }
 
-const char *enum_text(zrt_log_level_t level) { return log::level_name(level); }
+const char *enum_text(zrt_log_level_t level) {
+  return log::level_name(level);
+}
 
 const char *enum_text(zrt_bind_t bind) {
   switch (bind) {
-    case ZRT_BIND_AUTO: return "auto";
-    case ZRT_BIND_NONE: return "none";
-    case ZRT_BIND_CORE: return "core";
+    case ZRT_BIND_AUTO:
+      return "auto";
+    case ZRT_BIND_NONE:
+      return "none";
+    case ZRT_BIND_CORE:
+      return "core";
+    default:
+      break;
   }
-  fail(ZRT_ERR_INVALID_ARGUMENT, "params->bind is {}: accepted values are ZRT_BIND_AUTO, "
-       "ZRT_BIND_NONE, ZRT_BIND_CORE", static_cast<int>(bind));
+  fail(ZRT_ERR_INVALID_ARGUMENT,
+       "params->bind is {}: accepted values are ZRT_BIND_AUTO, "
+       "ZRT_BIND_NONE, ZRT_BIND_CORE",
+       static_cast<int>(bind));
 }
 
 // The program's settings from zrt_init_params_t, by configuration key.
@@ -104,7 +113,8 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     log::set_rank(rank_, size_);
 
     // A configuration error on one rank (say, a file only some nodes see) fails all.
-    run_agreed(comm_, [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
+    run_agreed(comm_,
+               [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
     log_level_ = parse_level(config_.get_string("log_level"));
     log::set_level(log_level_);
 
@@ -125,7 +135,8 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     log::info("initialized: {} ranks on {} nodes, local rank {}/{}, binding {}", size_,
               layout.node_count, layout.local_rank, layout.local_size, topology_->binding());
   } catch (...) {
-    while (!parts_.empty()) parts_.pop_back();
+    while (!parts_.empty())
+      parts_.pop_back();
     topology_.reset();
     if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -135,7 +146,8 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
 }
 
 Context::~Context() {
-  while (!parts_.empty()) parts_.pop_back();  // reverse order of creation
+  while (!parts_.empty())
+    parts_.pop_back();  // reverse order of creation
   topology_.reset();
   if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -143,7 +155,8 @@ Context::~Context() {
 }
 
 void Context::check_can_finalize() const {
-  for (const auto &p : parts_) p->check_can_finalize();
+  for (const auto &p : parts_)
+    p->check_can_finalize();
 }
 
 nlohmann::json Context::describe() const {
@@ -175,7 +188,8 @@ nlohmann::json Context::describe() const {
       {"config_file", config_.file_path()},
       {"topology", topology_->to_json()},
   };
-  for (const auto &p : parts_) p->describe(out);
+  for (const auto &p : parts_)
+    p->describe(out);
   return out;
 }
 

@@ -9,8 +9,7 @@ using namespace zrt;
 extern "C" {
 
 ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
-                                        const zrt_init_params_t *params,
-                                        zrt_context_h *context_p) {
+                                        const zrt_init_params_t *params, zrt_context_h *context_p) {
   return abi_call("zrt_init", [&] {
     uint32_t major = api_version >> 16, minor = api_version & 0xffffu;
     if (major != ZRT_API_VERSION_MAJOR || minor > ZRT_API_VERSION_MINOR)

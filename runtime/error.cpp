@@ -15,7 +15,9 @@ void set_last_error(std::string message) noexcept {
   }
 }
 
-const char *last_error() noexcept { return t_last_error.c_str(); }
+const char *last_error() noexcept {
+  return t_last_error.c_str();
+}
 
 }  // namespace zrt
 
@@ -23,26 +25,46 @@ extern "C" {
 
 ZRT_API const char *zrt_status_string(zrt_status_t status) {
   switch (status) {
-    case ZRT_SUCCESS: return "success";
-    case ZRT_IN_PROGRESS: return "operation in progress";
-    case ZRT_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case ZRT_ERR_INVALID_HANDLE: return "invalid handle";
-    case ZRT_ERR_INVALID_STATE: return "invalid state";
-    case ZRT_ERR_NOT_SUPPORTED: return "not supported";
-    case ZRT_ERR_OUT_OF_MEMORY: return "out of memory";
-    case ZRT_ERR_VERSION_MISMATCH: return "API version mismatch";
-    case ZRT_ERR_CONFIG: return "configuration error";
-    case ZRT_ERR_MISMATCH: return "arguments differ across ranks";
-    case ZRT_ERR_MPI: return "MPI error";
-    case ZRT_ERR_BACKEND: return "communication backend error";
-    case ZRT_ERR_IO: return "I/O error";
-    case ZRT_ERR_TIMEOUT: return "timed out";
-    case ZRT_ERR_REMOTE: return "another rank failed";
-    case ZRT_ERR_INTERNAL: return "internal error";
+    case ZRT_SUCCESS:
+      return "success";
+    case ZRT_IN_PROGRESS:
+      return "operation in progress";
+    case ZRT_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case ZRT_ERR_INVALID_HANDLE:
+      return "invalid handle";
+    case ZRT_ERR_INVALID_STATE:
+      return "invalid state";
+    case ZRT_ERR_NOT_SUPPORTED:
+      return "not supported";
+    case ZRT_ERR_OUT_OF_MEMORY:
+      return "out of memory";
+    case ZRT_ERR_VERSION_MISMATCH:
+      return "API version mismatch";
+    case ZRT_ERR_CONFIG:
+      return "configuration error";
+    case ZRT_ERR_MISMATCH:
+      return "arguments differ across ranks";
+    case ZRT_ERR_MPI:
+      return "MPI error";
+    case ZRT_ERR_BACKEND:
+      return "communication backend error";
+    case ZRT_ERR_IO:
+      return "I/O error";
+    case ZRT_ERR_TIMEOUT:
+      return "timed out";
+    case ZRT_ERR_REMOTE:
+      return "another rank failed";
+    case ZRT_ERR_INTERNAL:
+      return "internal error";
+    default:
+      break;
   }
   return "unknown status";
 }
 
-ZRT_API const char *zrt_last_error_message(void) { return zrt::last_error(); }
+ZRT_API const char *zrt_last_error_message(void) {
+  return zrt::last_error();
+}
 
 }  // extern "C"

@@ -129,7 +129,8 @@ void Topology::bind(const std::string &policy) {
           warn(fmt::format("binding to PUs {} failed: running unbound", list_string(mine)));
         }
       }
-      for (hwloc_bitmap_t s : sets) hwloc_bitmap_free(s);
+      for (hwloc_bitmap_t s : sets)
+        hwloc_bitmap_free(s);
     } else {
       warn("hwloc_distrib failed: running unbound");
     }
@@ -246,8 +247,10 @@ nlohmann::json Topology::to_json() const {
     return j;
   };
   nlohmann::json gpus = nlohmann::json::array(), nics = nlohmann::json::array();
-  for (const auto &g : gpus_) gpus.push_back(device_json(g));
-  for (const auto &n : nics_) nics.push_back(device_json(n));
+  for (const auto &g : gpus_)
+    gpus.push_back(device_json(g));
+  for (const auto &n : nics_)
+    nics.push_back(device_json(n));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   const char *bound_by = bound_by_ == ZRT_BOUND_BY_ZERORT     ? "zerort"

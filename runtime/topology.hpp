@@ -37,8 +37,8 @@ struct TopologyDevice {
   std::string subtype;     // nic: "ethernet" or "infiniband"; gpu: vendor
   std::string cpuset;      // the cores it is attached to, as a list ("0-15")
   int numa_node = -1;
-  int cuda_index = -1;     // gpu: index in the CUDA runtime, -1 if not visible
-  bool near = false;       // attached to cores this rank is bound to
+  int cuda_index = -1;  // gpu: index in the CUDA runtime, -1 if not visible
+  bool near = false;    // attached to cores this rank is bound to
 };
 
 class Topology {

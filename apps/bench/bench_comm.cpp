@@ -76,13 +76,15 @@ int run_comm(const CommOptions &opt) {
 
   // Buffers sized once for the largest case; first-touched here, not in the timed loop.
   std::vector<char> send(max_bytes), recv(max_bytes);
-  for (size_t i = 0; i < max_bytes; ++i) send[i] = static_cast<char>(i * 7 + rank);
+  for (size_t i = 0; i < max_bytes; ++i)
+    send[i] = static_cast<char>(i * 7 + rank);
   std::memset(recv.data(), 0, recv.size());
 
   if (rank == 0 && !opt.json) {
-    fmt::print("zrt-bench comm: {} ranks, {}, zerort backend {}; bus bandwidth in GB/s "
-               "(reduce-scatter/all-gather move (n-1)/n of the buffer, all-reduce 2(n-1)/n)\n",
-               n, opt.dtype, backend);
+    fmt::print(
+        "zrt-bench comm: {} ranks, {}, zerort backend {}; bus bandwidth in GB/s "
+        "(reduce-scatter/all-gather move (n-1)/n of the buffer, all-reduce 2(n-1)/n)\n",
+        n, opt.dtype, backend);
     fmt::print("{:<15} {:>10} | {:>10} {:>9} | {:>10} {:>9} | {:>8}\n", "op", "bytes", "mpi s",
                "mpi GB/s", "zerort s", "zrt GB/s", "zrt/mpi");
   }
@@ -106,28 +108,40 @@ int run_comm(const CommOptions &opt) {
       std::function<void()> ours, theirs;
       double bus_factor = static_cast<double>(n - 1) / n;
       if (op == "reduce_scatter") {
-        ours = [&] { fail_if(zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM), "zrt_reduce_scatter"); };
+        ours = [&] {
+          fail_if(zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
+                  "zrt_reduce_scatter");
+        };
         theirs = [&] {
           if (even)
-            MPI_Reduce_scatter_block(send.data(), recv.data(), static_cast<int>(shard), mpi_type, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Reduce_scatter_block(send.data(), recv.data(), static_cast<int>(shard), mpi_type,
+                                     MPI_SUM, MPI_COMM_WORLD);
           else
-            MPI_Reduce_scatter(send.data(), recv.data(), counts.data(), mpi_type, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Reduce_scatter(send.data(), recv.data(), counts.data(), mpi_type, MPI_SUM,
+                               MPI_COMM_WORLD);
         };
       } else if (op == "all_gather") {
-        ours = [&] { fail_if(zrt_all_gather(comm, send.data() + own_offset * es, recv.data(), count, dt), "zrt_all_gather"); };
+        ours = [&] {
+          fail_if(zrt_all_gather(comm, send.data() + own_offset * es, recv.data(), count, dt),
+                  "zrt_all_gather");
+        };
         theirs = [&] {
           if (even)
-            MPI_Allgather(send.data() + own_offset * es, static_cast<int>(shard), mpi_type, recv.data(),
-                          static_cast<int>(shard), mpi_type, MPI_COMM_WORLD);
+            MPI_Allgather(send.data() + own_offset * es, static_cast<int>(shard), mpi_type,
+                          recv.data(), static_cast<int>(shard), mpi_type, MPI_COMM_WORLD);
           else
-            MPI_Allgatherv(send.data() + own_offset * es, own_len, mpi_type, recv.data(), counts.data(),
-                           displs.data(), mpi_type, MPI_COMM_WORLD);
+            MPI_Allgatherv(send.data() + own_offset * es, own_len, mpi_type, recv.data(),
+                           counts.data(), displs.data(), mpi_type, MPI_COMM_WORLD);
         };
       } else if (op == "all_reduce") {
         bus_factor *= 2;
-        ours = [&] { fail_if(zrt_all_reduce(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM), "zrt_all_reduce"); };
+        ours = [&] {
+          fail_if(zrt_all_reduce(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
+                  "zrt_all_reduce");
+        };
         theirs = [&] {
-          MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), mpi_type, MPI_SUM, MPI_COMM_WORLD);
+          MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), mpi_type, MPI_SUM,
+                        MPI_COMM_WORLD);
         };
       } else {
         if (rank == 0) std::fprintf(stderr, "zrt-bench comm: unknown op %s\n", op.c_str());
@@ -136,15 +150,22 @@ int run_comm(const CommOptions &opt) {
       Timing t_mpi{}, t_ours{};
       if (has_baseline) t_mpi = time_collective(MPI_COMM_WORLD, opt.timing, theirs);
       t_ours = time_collective(MPI_COMM_WORLD, opt.timing, ours);
-      double bw_mpi = has_baseline ? bus_factor * static_cast<double>(bytes) / t_mpi.median / 1e9 : 0;
+      double bw_mpi =
+          has_baseline ? bus_factor * static_cast<double>(bytes) / t_mpi.median / 1e9 : 0;
       double bw_ours = bus_factor * static_cast<double>(bytes) / t_ours.median / 1e9;
       double ratio = has_baseline ? t_mpi.median / t_ours.median : 0;
       if (rank != 0) continue;
       {
         auto row = [&](const char *impl, const Timing &t, double busbw) {
-          nlohmann::json j{{"bench", "comm"}, {"op", op}, {"impl", impl}, {"bytes", bytes},
-                           {"np", n}, {"dtype", opt.dtype}, {"seconds", t.median},
-                           {"seconds_min", t.min}, {"samples", t.samples},
+          nlohmann::json j{{"bench", "comm"},
+                           {"op", op},
+                           {"impl", impl},
+                           {"bytes", bytes},
+                           {"np", n},
+                           {"dtype", opt.dtype},
+                           {"seconds", t.median},
+                           {"seconds_min", t.min},
+                           {"samples", t.samples},
                            {"algbw_gbs", static_cast<double>(bytes) / t.median / 1e9},
                            {"busbw_gbs", busbw}};
           if (std::string(impl) == "zerort") {
@@ -176,15 +197,19 @@ void add_comm_bench(CLI::App &app) {
   CLI::App *sub = app.add_subcommand("comm", "collective bus bandwidth: zerort next to MPI's own");
   sub->add_flag("--json", opt->json, "one JSON object per line instead of the table");
   sub->add_option("--json-file", opt->json_file, "also write the JSON lines to this file");
-  sub->add_option("--min-bytes", opt->min_bytes, "smallest buffer (e.g. 1K)")->capture_default_str();
-  sub->add_option("--max-bytes", opt->max_bytes, "largest buffer (e.g. 256M)")->capture_default_str();
+  sub->add_option("--min-bytes", opt->min_bytes, "smallest buffer (e.g. 1K)")
+      ->capture_default_str();
+  sub->add_option("--max-bytes", opt->max_bytes, "largest buffer (e.g. 256M)")
+      ->capture_default_str();
   sub->add_option("--factor", opt->factor, "size step")->capture_default_str();
   sub->add_option("--ops", opt->ops, "reduce_scatter, all_gather, all_reduce")->delimiter(',');
   sub->add_option("--dtype", opt->dtype, "fp32, fp64, bf16, fp16")
-      ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}))->capture_default_str();
+      ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}))
+      ->capture_default_str();
   sub->add_option("--min-iters", opt->timing.min_iters, "samples at least")->capture_default_str();
   sub->add_option("--max-iters", opt->timing.max_iters, "samples at most")->capture_default_str();
-  sub->add_option("--seconds", opt->timing.seconds, "measured time per case")->capture_default_str();
+  sub->add_option("--seconds", opt->timing.seconds, "measured time per case")
+      ->capture_default_str();
   sub->callback([opt] {
     int rc = run_comm(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -44,12 +44,17 @@ bool parse_bytes(const std::string &text, size_t *bytes) {
   unsigned long long v = std::strtoull(text.c_str(), &end, 10);
   if (end == text.c_str()) return false;
   std::string suffix(end);
-  for (char &c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char &c : suffix)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   size_t scale = 1;
-  if (suffix == "K" || suffix == "KB" || suffix == "KIB") scale = size_t{1} << 10;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") scale = size_t{1} << 20;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") scale = size_t{1} << 30;
-  else if (!suffix.empty()) return false;
+  if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    scale = size_t{1} << 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    scale = size_t{1} << 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    scale = size_t{1} << 30;
+  else if (!suffix.empty())
+    return false;
   *bytes = static_cast<size_t>(v) * scale;
   return true;
 }

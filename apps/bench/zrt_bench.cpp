@@ -2,8 +2,8 @@
 // the same process (Open MPI's own collective, malloc, a scalar loop), as a ratio.
 //
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include "bench_comm.hpp"
 

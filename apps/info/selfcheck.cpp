@@ -26,7 +26,9 @@ uint16_t to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-uint16_t to_fp16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+uint16_t to_fp16(float f) {
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+}
 
 size_t dtype_bytes(zrt_dtype_t dt) {
   size_t s = 0;
@@ -37,10 +39,20 @@ size_t dtype_bytes(zrt_dtype_t dt) {
 // Stores v (an exact small value, or the average computed in the dtype's way) at index i.
 void store(void *buf, size_t i, zrt_dtype_t dt, double v) {
   switch (dt) {
-    case ZRT_DTYPE_FP32: static_cast<float *>(buf)[i] = static_cast<float>(v); break;
-    case ZRT_DTYPE_FP64: static_cast<double *>(buf)[i] = v; break;
-    case ZRT_DTYPE_BF16: static_cast<uint16_t *>(buf)[i] = to_bf16(static_cast<float>(v)); break;
-    case ZRT_DTYPE_FP16: static_cast<uint16_t *>(buf)[i] = to_fp16(static_cast<float>(v)); break;
+    case ZRT_DTYPE_FP32:
+      static_cast<float *>(buf)[i] = static_cast<float>(v);
+      break;
+    case ZRT_DTYPE_FP64:
+      static_cast<double *>(buf)[i] = v;
+      break;
+    case ZRT_DTYPE_BF16:
+      static_cast<uint16_t *>(buf)[i] = to_bf16(static_cast<float>(v));
+      break;
+    case ZRT_DTYPE_FP16:
+      static_cast<uint16_t *>(buf)[i] = to_fp16(static_cast<float>(v));
+      break;
+    default:
+      break;
   }
 }
 
@@ -76,7 +88,8 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
       if (bad) {
         ++r.failures;
         if (r.first_error.empty())
-          r.first_error = err.empty() ? fmt::format("count {}: another rank saw a mismatch", count) : err;
+          r.first_error =
+              err.empty() ? fmt::format("count {}: another rank saw a mismatch", count) : err;
       }
     }
     (void)dt;
@@ -93,7 +106,8 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
         for (size_t i = 0; i < count; ++i) {
           store(send.data(), i, dt, value_of(rank, i, salt));
           int sum = 0;
-          for (int r = 0; r < n; ++r) sum += value_of(r, i, salt);
+          for (int r = 0; r < n; ++r)
+            sum += value_of(r, i, salt);
           store(want.data(), i, dt, reduced(dt, op, sum, n));
         }
         zrt_status_t st = zrt_all_reduce(comm, send.data(), recv.data(), count, dt, op);
@@ -107,10 +121,12 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
         size_t offset = 0, length = 0, shard = 0;
         zrt_shard_range(count, n, rank, &offset, &length, &shard);
         std::vector<char> send(count * es), recv(shard * es, 0x5a), want(shard * es, 0);
-        for (size_t i = 0; i < count; ++i) store(send.data(), i, dt, value_of(rank, i, salt));
+        for (size_t i = 0; i < count; ++i)
+          store(send.data(), i, dt, value_of(rank, i, salt));
         for (size_t i = 0; i < length; ++i) {
           int sum = 0;
-          for (int r = 0; r < n; ++r) sum += value_of(r, offset + i, salt);
+          for (int r = 0; r < n; ++r)
+            sum += value_of(r, offset + i, salt);
           store(want.data(), i, dt, reduced(dt, op, sum, n));
         }
         zrt_status_t st = zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, op);
@@ -126,11 +142,13 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
       size_t offset = 0, length = 0;
       zrt_shard_range(count, n, rank, &offset, &length, nullptr);
       std::vector<char> send(length * es + es), recv(count * es), want(count * es);
-      for (size_t i = 0; i < length; ++i) store(send.data(), i, dt, value_of(rank, offset + i, salt));
+      for (size_t i = 0; i < length; ++i)
+        store(send.data(), i, dt, value_of(rank, offset + i, salt));
       for (int r = 0; r < n; ++r) {
         size_t o = 0, l = 0;
         zrt_shard_range(count, n, r, &o, &l, nullptr);
-        for (size_t i = 0; i < l; ++i) store(want.data(), o + i, dt, value_of(r, o + i, salt));
+        for (size_t i = 0; i < l; ++i)
+          store(want.data(), o + i, dt, value_of(r, o + i, salt));
       }
       zrt_status_t st = zrt_all_gather(comm, send.data(), recv.data(), count, dt);
       if (st != ZRT_SUCCESS) return zrt_last_error_message();

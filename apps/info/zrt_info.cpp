@@ -6,10 +6,10 @@
 //   mpirun -np 2 zrt-info --json       one JSON document (rank 0 prints it)
 //   mpirun -np 2 zrt-info --selfcheck  the table, then the collective self-check
 //   zrt-info --config-keys             every configuration key, its variable and default
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <mpi.h>
 #include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -53,7 +53,9 @@ std::vector<std::string> gather_strings(const std::string &mine, int rank, int s
   return out;
 }
 
-std::string yes_no(const json &v) { return v.get<bool>() ? "yes" : "no"; }
+std::string yes_no(const json &v) {
+  return v.get<bool>() ? "yes" : "no";
+}
 
 void print_table(const std::vector<json> &ranks) {
   const json &r0 = ranks.front();
@@ -61,9 +63,9 @@ void print_table(const std::vector<json> &ranks) {
   fmt::print("zerort {} (API {})  {}\n", r0["version"].get<std::string>(),
              r0["api_version"].get<std::string>(), r0["mpi"]["library"].get<std::string>());
   const json &b = r0["build"];
-  fmt::print("build: {} {}; CUDA {} ({}), NCCL {}, UCX {}, HDF5 {}{}\n", b["type"].get<std::string>(),
-             b["compiler"].get<std::string>(), yes_no(b["cuda"]), t0["cuda"].get<std::string>(),
-             yes_no(b["nccl"]), yes_no(b["ucx"]), yes_no(b["hdf5"]),
+  fmt::print("build: {} {}; CUDA {} ({}), NCCL {}, UCX {}, HDF5 {}{}\n",
+             b["type"].get<std::string>(), b["compiler"].get<std::string>(), yes_no(b["cuda"]),
+             t0["cuda"].get<std::string>(), yes_no(b["nccl"]), yes_no(b["ucx"]), yes_no(b["hdf5"]),
              b["sanitizers"].get<bool>() ? ", sanitizers" : "");
   fmt::print("MPI thread level {}{}; {} ranks on {} node(s){}\n",
              r0["mpi"]["thread_level"].get<std::string>(),
@@ -82,13 +84,16 @@ void print_table(const std::vector<json> &ranks) {
     last_node = t["node_id"].get<int>();
     std::vector<std::string> gpus, nics;
     for (const json &g : t["gpus"])
-      gpus.push_back(fmt::format("{} [{}]", g["name"].get<std::string>(), g["pci_bus_id"].get<std::string>()));
+      gpus.push_back(
+          fmt::format("{} [{}]", g["name"].get<std::string>(), g["pci_bus_id"].get<std::string>()));
     for (const json &n : t["nics"])
-      nics.push_back(fmt::format("{} ({})", n["name"].get<std::string>(), n["type"].get<std::string>()));
+      nics.push_back(
+          fmt::format("{} ({})", n["name"].get<std::string>(), n["type"].get<std::string>()));
     fmt::print("node {} ({}): {} package(s), {} cores, {} PUs, {} NUMA node(s)\n", last_node,
                t["hostname"].get<std::string>(), t["packages"].get<int>(), t["cores"].get<int>(),
                t["pus"].get<int>(), t["numa_nodes"].get<int>());
-    fmt::print("  GPUs: {}\n  NICs: {}\n", gpus.empty() ? "none" : fmt::format("{}", fmt::join(gpus, ", ")),
+    fmt::print("  GPUs: {}\n  NICs: {}\n",
+               gpus.empty() ? "none" : fmt::format("{}", fmt::join(gpus, ", ")),
                nics.empty() ? "none" : fmt::format("{}", fmt::join(nics, ", ")));
   }
 
@@ -97,15 +102,19 @@ void print_table(const std::vector<json> &ranks) {
   for (const json &r : ranks) {
     const json &t = r["topology"];
     int gpu = t["gpu"].get<int>();
-    std::string gpu_text = gpu < 0 ? "-" : std::to_string(t["gpus"][static_cast<size_t>(gpu)]["cuda_index"].get<int>());
+    std::string gpu_text =
+        gpu < 0 ? "-"
+                : std::to_string(t["gpus"][static_cast<size_t>(gpu)]["cuda_index"].get<int>());
     int numa = t["numa_node"].get<int>();
     std::string nic = t["nic"].get<std::string>();
     fmt::print("{:>5} {:>5} {:>7} {:>9} {:>10} {:>5} {:>4} {:>8}\n", r["rank"].get<int>(),
                t["node_id"].get<int>(),
                fmt::format("{}/{}", t["local_rank"].get<int>(), t["local_size"].get<int>()),
                t["bound_by"].get<std::string>(), t["binding"].get<std::string>(),
-               numa < 0 ? std::string("-") : std::to_string(numa), gpu_text, nic.empty() ? "-" : nic);
-    for (const json &w : t["warnings"]) fmt::print("      warning: {}\n", w.get<std::string>());
+               numa < 0 ? std::string("-") : std::to_string(numa), gpu_text,
+               nic.empty() ? "-" : nic);
+    for (const json &w : t["warnings"])
+      fmt::print("      warning: {}\n", w.get<std::string>());
   }
 
   fmt::print("\nconfiguration{}:\n",
@@ -133,9 +142,11 @@ int print_config_keys(bool as_json) {
   fmt::print("{:<18} {:<22} {:<8} {:<8} {}\n", "key", "environment", "type", "default", "values");
   for (const json &k : keys) {
     std::string values;
-    if (k.contains("choices")) values = fmt::format("{}", fmt::join(k["choices"].get<std::vector<std::string>>(), "|"));
-    fmt::print("{:<18} {:<22} {:<8} {:<8} {}\n", k["name"].get<std::string>(), k["env"].get<std::string>(),
-               k["type"].get<std::string>(), k["default"].get<std::string>(), values);
+    if (k.contains("choices"))
+      values = fmt::format("{}", fmt::join(k["choices"].get<std::vector<std::string>>(), "|"));
+    fmt::print("{:<18} {:<22} {:<8} {:<8} {}\n", k["name"].get<std::string>(),
+               k["env"].get<std::string>(), k["type"].get<std::string>(),
+               k["default"].get<std::string>(), values);
     fmt::print("    {}\n", k["doc"].get<std::string>());
   }
   return 0;
@@ -178,14 +189,19 @@ int main(int argc, char **argv) {
 
   if (rank == 0) {
     std::vector<json> ranks;
-    for (const std::string &s : all) ranks.push_back(json::parse(s));
+    for (const std::string &s : all)
+      ranks.push_back(json::parse(s));
     if (as_json) {
       json out{{"ranks", ranks}};
       if (selfcheck) {
         json checks = json::array();
         for (const auto &r : results)
-          checks.push_back({{"op", r.op}, {"dtype", r.dtype}, {"reduction", r.reduction},
-                            {"sizes", r.sizes}, {"failures", r.failures}, {"error", r.first_error}});
+          checks.push_back({{"op", r.op},
+                            {"dtype", r.dtype},
+                            {"reduction", r.reduction},
+                            {"sizes", r.sizes},
+                            {"failures", r.failures},
+                            {"error", r.first_error}});
         out["selfcheck"] = checks;
       }
       fmt::print("{}\n", out.dump(2));
@@ -193,12 +209,15 @@ int main(int argc, char **argv) {
       print_table(ranks);
     }
   }
-  for (const auto &r : results) failures += r.failures;
+  for (const auto &r : results)
+    failures += r.failures;
   if (selfcheck && rank == 0 && !as_json) {
-    fmt::print("\ncollective self-check on {} ranks (exact comparison with a serial reference):\n", size);
+    fmt::print("\ncollective self-check on {} ranks (exact comparison with a serial reference):\n",
+               size);
     for (const auto &r : results)
-      fmt::print("  {:<15} {:<5} {:<4} {} sizes  {}\n", r.op, r.dtype, r.reduction, r.sizes,
-                 r.failures == 0 ? "ok" : fmt::format("FAILED ({}): {}", r.failures, r.first_error));
+      fmt::print(
+          "  {:<15} {:<5} {:<4} {} sizes  {}\n", r.op, r.dtype, r.reduction, r.sizes,
+          r.failures == 0 ? "ok" : fmt::format("FAILED ({}): {}", r.failures, r.first_error));
     fmt::print("self-check: {}\n", failures == 0 ? "all passed" : "FAILED");
   }
 

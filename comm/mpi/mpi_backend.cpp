@@ -16,13 +16,15 @@ namespace {
 void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *) {
   const auto *a = static_cast<const uint16_t *>(in);
   auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+  for (int i = 0; i < *len; ++i)
+    b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
 }
 
 void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *) {
   const auto *a = static_cast<const uint16_t *>(in);
   auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = float_to_fp16(fp16_to_float(a[i]) + fp16_to_float(b[i]));
+  for (int i = 0; i < *len; ++i)
+    b[i] = float_to_fp16(fp16_to_float(a[i]) + fp16_to_float(b[i]));
 }
 
 class MpiOp final : public BackendOp {
@@ -93,8 +95,8 @@ class MpiBackend final : public Backend {
                                          comm, &op->request);
         } else {
           per_rank();
-          rc = MPI_Ireduce_scatter(a.send, a.recv, op->counts.data(), type, sum, comm,
-                                   &op->request);
+          rc =
+              MPI_Ireduce_scatter(a.send, a.recv, op->counts.data(), type, sum, comm, &op->request);
         }
         if (a.op == ZRT_OP_AVG && own.length > 0)
           op->finish = [recv = a.recv, len = own.length, dt = a.dtype, n] {
@@ -103,23 +105,21 @@ class MpiBackend final : public Backend {
         break;
       }
       case CollKind::AllGather: {
-        const void *send = a.send == static_cast<char *>(a.recv) + own.offset * esize
-                               ? MPI_IN_PLACE
-                               : a.send;
+        const void *send =
+            a.send == static_cast<char *>(a.recv) + own.offset * esize ? MPI_IN_PLACE : a.send;
         if (even) {
           rc = MPI_Iallgather(send, static_cast<int>(own.shard), type, a.recv,
                               static_cast<int>(own.shard), type, comm, &op->request);
         } else {
           per_rank();
-          rc = MPI_Iallgatherv(send, static_cast<int>(own.length), type, a.recv,
-                               op->counts.data(), op->displs.data(), type, comm, &op->request);
+          rc = MPI_Iallgatherv(send, static_cast<int>(own.length), type, a.recv, op->counts.data(),
+                               op->displs.data(), type, comm, &op->request);
         }
         break;
       }
       case CollKind::AllReduce: {
         const void *send = a.send == a.recv ? MPI_IN_PLACE : a.send;
-        rc = MPI_Iallreduce(send, a.recv, static_cast<int>(a.count), type, sum, comm,
-                            &op->request);
+        rc = MPI_Iallreduce(send, a.recv, static_cast<int>(a.count), type, sum, comm, &op->request);
         if (a.op == ZRT_OP_AVG)
           op->finish = [recv = a.recv, len = a.count, dt = a.dtype, n] {
             divide_buffer(recv, len, dt, n);
@@ -137,10 +137,15 @@ class MpiBackend final : public Backend {
  private:
   static MPI_Datatype mpi_type(zrt_dtype_t dtype) {
     switch (dtype) {
-      case ZRT_DTYPE_FP32: return MPI_FLOAT;
-      case ZRT_DTYPE_FP64: return MPI_DOUBLE;
+      case ZRT_DTYPE_FP32:
+        return MPI_FLOAT;
+      case ZRT_DTYPE_FP64:
+        return MPI_DOUBLE;
       case ZRT_DTYPE_BF16:
-      case ZRT_DTYPE_FP16: return MPI_UINT16_T;
+      case ZRT_DTYPE_FP16:
+        return MPI_UINT16_T;
+      default:
+        break;
     }
     return MPI_DATATYPE_NULL;
   }

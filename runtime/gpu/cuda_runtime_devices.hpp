@@ -16,10 +16,10 @@ struct CudaRuntimeDevice {
 };
 
 struct CudaRuntimeInfo {
-  bool compiled = false;      // this build has the CUDA paths
-  int runtime_version = 0;    // e.g. 13000
-  int driver_version = 0;     // 0 when there is no driver
-  std::string status;         // "ok" or why no device is usable ("no CUDA driver")
+  bool compiled = false;    // this build has the CUDA paths
+  int runtime_version = 0;  // e.g. 13000
+  int driver_version = 0;   // 0 when there is no driver
+  std::string status;       // "ok" or why no device is usable ("no CUDA driver")
   std::vector<CudaRuntimeDevice> devices;
 };
 

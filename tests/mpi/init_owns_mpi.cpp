@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstring>
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n",    \
-                   __FILE__, __LINE__, #cond, zrt_last_error_message());    \
-      return 1;                                                             \
-    }                                                                       \
+#define CHECK(cond)                                                                          \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      std::fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+                   #cond, zrt_last_error_message());                                         \
+      return 1;                                                                              \
+    }                                                                                        \
   } while (0)
 
 int main() {

@@ -15,7 +15,9 @@ zrt_comm_h world();
 int rank();
 int size();
 
-inline std::string last_error() { return zrt_last_error_message(); }
+inline std::string last_error() {
+  return zrt_last_error_message();
+}
 
 // True on every rank when the condition holds on every rank.
 inline bool all_ranks(bool ok) {

@@ -12,17 +12,25 @@ int g_rank = 0, g_size = 1;
 class FailurePrinter : public ::testing::EmptyTestEventListener {
   void OnTestPartResult(const ::testing::TestPartResult &r) override {
     if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", g_rank, r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
+      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", g_rank,
+                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
   }
 };
 }  // namespace
 
 namespace test {
-zrt_context_h context() { return g_context; }
-zrt_comm_h world() { return g_world; }
-int rank() { return g_rank; }
-int size() { return g_size; }
+zrt_context_h context() {
+  return g_context;
+}
+zrt_comm_h world() {
+  return g_world;
+}
+int rank() {
+  return g_rank;
+}
+int size() {
+  return g_size;
+}
 }  // namespace test
 
 int main(int argc, char **argv) {

@@ -6,7 +6,8 @@
 namespace {
 bool mentions(const std::string &what) {
   bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok) ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
   return ok;
 }
 }  // namespace
@@ -29,12 +30,14 @@ TEST(ApiErrors, NullHandlesAndPointers) {
 
 TEST(ApiErrors, WrongCommunicators) {
   zrt_comm_h comm = nullptr;
-  EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_NULL, nullptr, &comm), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_NULL, nullptr, &comm),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("MPI_COMM_NULL");
   EXPECT_EQ(zrt_comm_destroy(test::world()), ZRT_ERR_INVALID_ARGUMENT);
   mentions("zrt_finalize destroys it");
   zrt_comm_params_t params = {ZRT_COMM_PARAM_FIELD_BACKEND, "carrier-pigeon"};
-  EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &params, &comm), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &params, &comm),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("backend 'carrier-pigeon' is not available");
   mentions("accepted values are auto, mpi");
   zrt_context_h null_ctx = nullptr;
@@ -45,14 +48,17 @@ TEST(ApiErrors, WrongCommunicators) {
 TEST(ApiErrors, BadEnumsAndBuffers) {
   float a[8] = {0}, b[8] = {0};
   auto bad_dtype = static_cast<zrt_dtype_t>(42);
-  EXPECT_EQ(zrt_all_reduce(test::world(), a, b, 8, bad_dtype, ZRT_OP_SUM), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_all_reduce(test::world(), a, b, 8, bad_dtype, ZRT_OP_SUM),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("accepted values are ZRT_DTYPE_FP32");
   EXPECT_EQ(zrt_all_reduce(test::world(), a, b, 8, ZRT_DTYPE_FP32, static_cast<zrt_op_t>(9)),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("ZRT_OP_AVG");
-  EXPECT_EQ(zrt_broadcast(test::world(), a, 8, ZRT_DTYPE_FP32, test::size()), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_broadcast(test::world(), a, 8, ZRT_DTYPE_FP32, test::size()),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("root is");
-  EXPECT_EQ(zrt_all_reduce(test::world(), a, a + 1, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_all_reduce(test::world(), a, a + 1, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("overlap");
   char bytes[64] = {0};
   EXPECT_EQ(zrt_all_reduce(test::world(), bytes + 1, bytes + 33, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
@@ -70,7 +76,8 @@ TEST(ApiErrors, CountsThatDifferAcrossRanksFailOnEveryRank) {
   if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<float> a(64, 1.0f), b(64, 0.0f);
   size_t count = test::rank() == 0 ? 10 : 11;
-  zrt_status_t st = zrt_all_reduce(test::world(), a.data(), b.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM);
+  zrt_status_t st =
+      zrt_all_reduce(test::world(), a.data(), b.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM);
   EXPECT_EQ(st, ZRT_ERR_MISMATCH);
   mentions("counts differ across ranks: from 10 to 11");
   mentions("all_reduce #");
@@ -153,7 +160,8 @@ TEST(ApiErrors, VersionMismatchIsRefused) {
   EXPECT_EQ(zrt_init_versioned((ZRT_API_VERSION_MAJOR + 1) << 16, MPI_COMM_WORLD, nullptr, &ctx),
             ZRT_ERR_VERSION_MISMATCH);
   mentions("rebuild the program");
-  EXPECT_EQ(zrt_init_versioned(ZRT_API_VERSION + 1, MPI_COMM_WORLD, nullptr, &ctx), ZRT_ERR_VERSION_MISMATCH);
+  EXPECT_EQ(zrt_init_versioned(ZRT_API_VERSION + 1, MPI_COMM_WORLD, nullptr, &ctx),
+            ZRT_ERR_VERSION_MISMATCH);
   EXPECT_EQ(ctx, nullptr);
 }
 

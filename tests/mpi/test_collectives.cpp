@@ -13,15 +13,23 @@
 
 namespace {
 
-size_t esize(zrt_dtype_t dt) { return dt == ZRT_DTYPE_FP64 ? 8 : dt == ZRT_DTYPE_FP32 ? 4 : 2; }
+size_t esize(zrt_dtype_t dt) {
+  return dt == ZRT_DTYPE_FP64 ? 8 : dt == ZRT_DTYPE_FP32 ? 4 : 2;
+}
 
 // Unit roundoff of each dtype.
 double unit_roundoff(zrt_dtype_t dt) {
   switch (dt) {
-    case ZRT_DTYPE_FP32: return std::ldexp(1.0, -24);
-    case ZRT_DTYPE_FP64: return std::ldexp(1.0, -53);
-    case ZRT_DTYPE_BF16: return std::ldexp(1.0, -8);
-    case ZRT_DTYPE_FP16: return std::ldexp(1.0, -11);
+    case ZRT_DTYPE_FP32:
+      return std::ldexp(1.0, -24);
+    case ZRT_DTYPE_FP64:
+      return std::ldexp(1.0, -53);
+    case ZRT_DTYPE_BF16:
+      return std::ldexp(1.0, -8);
+    case ZRT_DTYPE_FP16:
+      return std::ldexp(1.0, -11);
+    default:
+      break;
   }
   return 1;
 }
@@ -30,8 +38,12 @@ double unit_roundoff(zrt_dtype_t dt) {
 // Written independently of zerort's own conversions.
 void put(void *buf, size_t i, zrt_dtype_t dt, double v) {
   switch (dt) {
-    case ZRT_DTYPE_FP32: static_cast<float *>(buf)[i] = static_cast<float>(v); break;
-    case ZRT_DTYPE_FP64: static_cast<double *>(buf)[i] = v; break;
+    case ZRT_DTYPE_FP32:
+      static_cast<float *>(buf)[i] = static_cast<float>(v);
+      break;
+    case ZRT_DTYPE_FP64:
+      static_cast<double *>(buf)[i] = v;
+      break;
     case ZRT_DTYPE_BF16:
       static_cast<uint16_t *>(buf)[i] =
           static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16);
@@ -39,16 +51,22 @@ void put(void *buf, size_t i, zrt_dtype_t dt, double v) {
     case ZRT_DTYPE_FP16:
       static_cast<uint16_t *>(buf)[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(v));
       break;
+    default:
+      break;
   }
 }
 double get(const void *buf, size_t i, zrt_dtype_t dt) {
   switch (dt) {
-    case ZRT_DTYPE_FP32: return static_cast<const float *>(buf)[i];
-    case ZRT_DTYPE_FP64: return static_cast<const double *>(buf)[i];
+    case ZRT_DTYPE_FP32:
+      return static_cast<const float *>(buf)[i];
+    case ZRT_DTYPE_FP64:
+      return static_cast<const double *>(buf)[i];
     case ZRT_DTYPE_BF16:
       return std::bit_cast<float>(uint32_t{static_cast<const uint16_t *>(buf)[i]} << 16);
     case ZRT_DTYPE_FP16:
       return static_cast<double>(std::bit_cast<_Float16>(static_cast<const uint16_t *>(buf)[i]));
+    default:
+      break;
   }
   return 0;
 }
@@ -63,11 +81,16 @@ double input(int r, size_t i, int salt, zrt_dtype_t dt) {
   x ^= x >> 31;
   double v = std::ldexp(static_cast<double>(x >> 11), -52) - 1.0;
   switch (dt) {
-    case ZRT_DTYPE_FP32: return static_cast<float>(v);
-    case ZRT_DTYPE_FP64: return v;
+    case ZRT_DTYPE_FP32:
+      return static_cast<float>(v);
+    case ZRT_DTYPE_FP64:
+      return v;
     case ZRT_DTYPE_BF16:
       return std::bit_cast<float>(std::bit_cast<uint32_t>(static_cast<float>(v)) & 0xffff0000u);
-    case ZRT_DTYPE_FP16: return static_cast<double>(static_cast<_Float16>(v));
+    case ZRT_DTYPE_FP16:
+      return static_cast<double>(static_cast<_Float16>(v));
+    default:
+      break;
   }
   return 0;
 }
@@ -125,12 +148,17 @@ TEST(Collectives, AllReduceMatchesSerialReference) {
     for (zrt_op_t op : {ZRT_OP_SUM, ZRT_OP_AVG})
       for (size_t count : counts()) {
         ++salt;
-        SCOPED_TRACE(fmt::format("{} {} count {}", name(dt), op == ZRT_OP_SUM ? "sum" : "avg", count));
+        SCOPED_TRACE(
+            fmt::format("{} {} count {}", name(dt), op == ZRT_OP_SUM ? "sum" : "avg", count));
         std::vector<char> send(count * esize(dt)), recv(count * esize(dt));
-        for (size_t i = 0; i < count; ++i) put(send.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_all_reduce(test::world(), send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
+        for (size_t i = 0; i < count; ++i)
+          put(send.data(), i, dt, input(me, i, salt, dt));
+        ASSERT_EQ(zrt_all_reduce(test::world(), send.data(), recv.data(), count, dt, op),
+                  ZRT_SUCCESS)
             << test::last_error();
-        EXPECT_EQ(compare(recv.data(), count, dt, [&](size_t i) { return reference(i, salt, dt, op, n); }), "");
+        EXPECT_EQ(compare(recv.data(), count, dt,
+                          [&](size_t i) { return reference(i, salt, dt, op, n); }),
+                  "");
       }
 }
 
@@ -140,17 +168,22 @@ TEST(Collectives, ReduceScatterMatchesSerialReferenceAndZeroesPadding) {
     for (zrt_op_t op : {ZRT_OP_SUM, ZRT_OP_AVG})
       for (size_t count : counts()) {
         ++salt;
-        SCOPED_TRACE(fmt::format("{} {} count {}", name(dt), op == ZRT_OP_SUM ? "sum" : "avg", count));
+        SCOPED_TRACE(
+            fmt::format("{} {} count {}", name(dt), op == ZRT_OP_SUM ? "sum" : "avg", count));
         size_t offset = 0, length = 0, shard = 0;
         ASSERT_EQ(zrt_shard_range(count, n, me, &offset, &length, &shard), ZRT_SUCCESS);
         std::vector<char> send(count * esize(dt)), recv(shard * esize(dt), static_cast<char>(0x7b));
-        for (size_t i = 0; i < count; ++i) put(send.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_reduce_scatter(test::world(), send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
+        for (size_t i = 0; i < count; ++i)
+          put(send.data(), i, dt, input(me, i, salt, dt));
+        ASSERT_EQ(zrt_reduce_scatter(test::world(), send.data(), recv.data(), count, dt, op),
+                  ZRT_SUCCESS)
             << test::last_error();
         EXPECT_EQ(compare(recv.data(), length, dt,
-                          [&](size_t i) { return reference(offset + i, salt, dt, op, n); }), "");
+                          [&](size_t i) { return reference(offset + i, salt, dt, op, n); }),
+                  "");
         for (size_t i = length * esize(dt); i < recv.size(); ++i)
-          ASSERT_EQ(recv[i], 0) << "padding byte " << i << " of a shard with " << length << " valid elements";
+          ASSERT_EQ(recv[i], 0) << "padding byte " << i << " of a shard with " << length
+                                << " valid elements";
       }
 }
 
@@ -163,14 +196,17 @@ TEST(Collectives, AllGatherMatchesSerialReference) {
       size_t offset = 0, length = 0;
       zrt_shard_range(count, n, me, &offset, &length, nullptr);
       std::vector<char> send(length * esize(dt) + 8), recv(count * esize(dt));
-      for (size_t i = 0; i < length; ++i) put(send.data(), i, dt, input(me, offset + i, salt, dt));
+      for (size_t i = 0; i < length; ++i)
+        put(send.data(), i, dt, input(me, offset + i, salt, dt));
       ASSERT_EQ(zrt_all_gather(test::world(), send.data(), recv.data(), count, dt), ZRT_SUCCESS)
           << test::last_error();
       // Gathering copies: exact.
-      EXPECT_EQ(compare(recv.data(), count, dt, [&](size_t i) {
-                  int owner = static_cast<int>(i / ((count + n - 1) / n));
-                  return Expect{input(owner, i, salt, dt), 0.0};
-                }), "");
+      EXPECT_EQ(compare(recv.data(), count, dt,
+                        [&](size_t i) {
+                          int owner = static_cast<int>(i / ((count + n - 1) / n));
+                          return Expect{input(owner, i, salt, dt), 0.0};
+                        }),
+                "");
     }
 }
 
@@ -181,9 +217,15 @@ TEST(Collectives, BroadcastFromEveryRoot) {
       size_t count = 1037;
       int salt = 6000 + root;
       std::vector<char> buf(count * esize(dt));
-      for (size_t i = 0; i < count; ++i) put(buf.data(), i, dt, input(me, i, salt, dt));
-      ASSERT_EQ(zrt_broadcast(test::world(), buf.data(), count, dt, root), ZRT_SUCCESS) << test::last_error();
-      EXPECT_EQ(compare(buf.data(), count, dt, [&](size_t i) { return Expect{input(root, i, salt, dt), 0.0}; }), "")
+      for (size_t i = 0; i < count; ++i)
+        put(buf.data(), i, dt, input(me, i, salt, dt));
+      ASSERT_EQ(zrt_broadcast(test::world(), buf.data(), count, dt, root), ZRT_SUCCESS)
+          << test::last_error();
+      EXPECT_EQ(compare(buf.data(), count, dt,
+                        [&](size_t i) {
+                          return Expect{input(root, i, salt, dt), 0.0};
+                        }),
+                "")
           << "root " << root;
     }
 }
@@ -192,24 +234,32 @@ TEST(Collectives, InPlaceForms) {
   int n = test::size(), me = test::rank();
   size_t count = 3001;
   std::vector<float> buf(count);
-  for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(me + 1) * static_cast<float>(i % 7);
-  ASSERT_EQ(zrt_all_reduce(test::world(), buf.data(), buf.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
+  for (size_t i = 0; i < count; ++i)
+    buf[i] = static_cast<float>(me + 1) * static_cast<float>(i % 7);
+  ASSERT_EQ(
+      zrt_all_reduce(test::world(), buf.data(), buf.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+      ZRT_SUCCESS);
   float ranks_sum = static_cast<float>(n * (n + 1) / 2);
-  for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], ranks_sum * static_cast<float>(i % 7));
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(buf[i], ranks_sum * static_cast<float>(i % 7));
 
   size_t offset = 0, length = 0;
   zrt_shard_range(count, n, me, &offset, &length, nullptr);
   std::vector<double> all(count, -1.0);
-  for (size_t i = 0; i < length; ++i) all[offset + i] = static_cast<double>(offset + i);
-  ASSERT_EQ(zrt_all_gather(test::world(), all.data() + offset, all.data(), count, ZRT_DTYPE_FP64), ZRT_SUCCESS)
+  for (size_t i = 0; i < length; ++i)
+    all[offset + i] = static_cast<double>(offset + i);
+  ASSERT_EQ(zrt_all_gather(test::world(), all.data() + offset, all.data(), count, ZRT_DTYPE_FP64),
+            ZRT_SUCCESS)
       << test::last_error();
-  for (size_t i = 0; i < count; ++i) ASSERT_EQ(all[i], static_cast<double>(i));
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(all[i], static_cast<double>(i));
 }
 
 TEST(Collectives, ZeroCountIsANoOp) {
   float x = 1.0f;
   EXPECT_EQ(zrt_all_reduce(test::world(), &x, &x, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
-  EXPECT_EQ(zrt_reduce_scatter(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+  EXPECT_EQ(zrt_reduce_scatter(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_SUCCESS)
       << test::last_error();
   EXPECT_EQ(zrt_all_gather(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_BF16), ZRT_SUCCESS);
   EXPECT_EQ(x, 1.0f);
@@ -219,12 +269,16 @@ TEST(Collectives, NonBlockingRequestsTestedInAnyOrder) {
   int n = test::size(), me = test::rank();
   const int k = 6;
   size_t count = 10007;
-  std::vector<std::vector<float>> send(k, std::vector<float>(count)), recv(k, std::vector<float>(count));
+  std::vector<std::vector<float>> send(k, std::vector<float>(count)),
+      recv(k, std::vector<float>(count));
   std::vector<zrt_request_h> req(k);
   for (int j = 0; j < k; ++j) {
-    for (size_t i = 0; i < count; ++i) send[j][i] = static_cast<float>((me + j) % 5);
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), send[j].data(), recv[j].data(), count, ZRT_DTYPE_FP32,
-                                  ZRT_OP_SUM, &req[j]), ZRT_SUCCESS) << test::last_error();
+    for (size_t i = 0; i < count; ++i)
+      send[j][i] = static_cast<float>((me + j) % 5);
+    ASSERT_EQ(zrt_all_reduce_post(test::world(), send[j].data(), recv[j].data(), count,
+                                  ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]),
+              ZRT_SUCCESS)
+        << test::last_error();
   }
   // Even ranks drive the last request first: zerort must still start them in order.
   for (int step = 0; step < k; ++step) {
@@ -234,7 +288,8 @@ TEST(Collectives, NonBlockingRequestsTestedInAnyOrder) {
   }
   for (int j = 0; j < k; ++j) {
     float want = 0;
-    for (int r = 0; r < n; ++r) want += static_cast<float>((r + j) % 5);
+    for (int r = 0; r < n; ++r)
+      want += static_cast<float>((r + j) % 5);
     EXPECT_EQ(recv[j][count - 1], want);
     EXPECT_EQ(zrt_request_free(req[j]), ZRT_SUCCESS);
   }
@@ -246,14 +301,18 @@ TEST(Collectives, TestIsInProgressUntilEveryRankHasPosted) {
   double x = 1.0, y = 0.0;
   zrt_request_h req = nullptr;
   if (test::rank() == 0) {
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req), ZRT_SUCCESS);
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(zrt_request_test(req), ZRT_IN_PROGRESS);
+    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
+              ZRT_SUCCESS);
+    for (int i = 0; i < 100; ++i)
+      EXPECT_EQ(zrt_request_test(req), ZRT_IN_PROGRESS);
     EXPECT_EQ(zrt_request_free(req), ZRT_ERR_INVALID_STATE);
-    EXPECT_NE(test::last_error().find("still in progress"), std::string::npos) << test::last_error();
+    EXPECT_NE(test::last_error().find("still in progress"), std::string::npos)
+        << test::last_error();
     MPI_Barrier(MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
+              ZRT_SUCCESS);
   }
   ASSERT_EQ(zrt_request_wait(req), ZRT_SUCCESS);
   EXPECT_EQ(y, static_cast<double>(n));
@@ -265,18 +324,21 @@ TEST(Collectives, SubCommunicators) {
   MPI_Comm half;
   MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
   zrt_comm_h comm = nullptr;
-  ASSERT_EQ(zrt_comm_create(test::context(), half, nullptr, &comm), ZRT_SUCCESS) << test::last_error();
+  ASSERT_EQ(zrt_comm_create(test::context(), half, nullptr, &comm), ZRT_SUCCESS)
+      << test::last_error();
   int sub_size = 0, sub_rank = -1;
   zrt_comm_size(comm, &sub_size);
   zrt_comm_rank(comm, &sub_rank);
   EXPECT_EQ(sub_rank, me / 2);
   int expected_members = 0;
-  for (int r = 0; r < test::size(); ++r) expected_members += (r % 2 == me % 2);
+  for (int r = 0; r < test::size(); ++r)
+    expected_members += (r % 2 == me % 2);
   EXPECT_EQ(sub_size, expected_members);
   double v = me, sum = 0;
   ASSERT_EQ(zrt_all_reduce(comm, &v, &sum, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
   double want = 0;
-  for (int r = 0; r < test::size(); ++r) if (r % 2 == me % 2) want += r;
+  for (int r = 0; r < test::size(); ++r)
+    if (r % 2 == me % 2) want += r;
   EXPECT_EQ(sum, want);
   const char *backend = nullptr;
   EXPECT_EQ(zrt_comm_backend(comm, &backend), ZRT_SUCCESS);

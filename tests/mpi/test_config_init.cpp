@@ -27,7 +27,8 @@ std::string temp_file(const std::string &name, const std::string &text) {
 }  // namespace
 
 TEST(ConfigInit, PrecedenceFileParamsEnvironment) {
-  std::string file = temp_file("prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false}})");
+  std::string file = temp_file(
+      "prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false}})");
   zrt_init_params_t p = {};
   p.field_mask = ZRT_INIT_PARAM_FIELD_CONFIG_FILE | ZRT_INIT_PARAM_FIELD_LOG_LEVEL;
   p.config_file = file.c_str();
@@ -71,20 +72,23 @@ TEST(ConfigInit, UnknownEnvironmentVariableIsNamed) {
   zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
   unsetenv("ZRT_COMM_BAKCEND");
   EXPECT_EQ(st, ZRT_ERR_CONFIG);
-  EXPECT_NE(test::last_error().find("did you mean ZRT_COMM_BACKEND"), std::string::npos) << test::last_error();
+  EXPECT_NE(test::last_error().find("did you mean ZRT_COMM_BACKEND"), std::string::npos)
+      << test::last_error();
 }
 
 TEST(ConfigInit, ARankWithABadFileFailsEveryRank) {
   if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
   // Only the last rank's file is broken, as when a file is missing on one node.
   bool broken = test::rank() == test::size() - 1;
-  std::string file = broken ? "/nonexistent/zerort.json" : temp_file("good.json", R"({"log_level": "warn"})");
+  std::string file =
+      broken ? "/nonexistent/zerort.json" : temp_file("good.json", R"({"log_level": "warn"})");
   zrt_init_params_t p = {};
   p.field_mask = ZRT_INIT_PARAM_FIELD_CONFIG_FILE;
   p.config_file = file.c_str();
   zrt_context_h ctx = nullptr;
   EXPECT_EQ(zrt_init(MPI_COMM_WORLD, &p, &ctx), ZRT_ERR_CONFIG);
-  std::string want = "rank " + std::to_string(test::size() - 1) + ": cannot open configuration file";
+  std::string want =
+      "rank " + std::to_string(test::size() - 1) + ": cannot open configuration file";
   EXPECT_NE(test::last_error().find(want), std::string::npos) << test::last_error();
   // The world is still usable: nobody is stuck in init.
   EXPECT_TRUE(test::all_ranks(true));
@@ -97,7 +101,8 @@ TEST(ConfigInit, UnknownFileKeyIsNamedWithASuggestion) {
   p.config_file = file.c_str();
   zrt_context_h ctx = nullptr;
   EXPECT_EQ(zrt_init(MPI_COMM_WORLD, &p, &ctx), ZRT_ERR_CONFIG);
-  EXPECT_NE(test::last_error().find("unknown key 'comm.check_arg'"), std::string::npos) << test::last_error();
+  EXPECT_NE(test::last_error().find("unknown key 'comm.check_arg'"), std::string::npos)
+      << test::last_error();
   EXPECT_NE(test::last_error().find("comm.check_args"), std::string::npos) << test::last_error();
 }
 
@@ -113,11 +118,15 @@ TEST(ConfigInit, CheckArgsOffStillRunsCollectives) {
   std::vector<std::vector<float>> b(3, std::vector<float>(777, 0.0f));
   std::vector<zrt_request_h> reqs(3);
   for (size_t i = 0; i < 3; ++i)
-    ASSERT_EQ(zrt_all_reduce_post(comm, a.data(), b[i].data(), a.size(), ZRT_DTYPE_FP32, ZRT_OP_AVG, &reqs[i]),
+    ASSERT_EQ(zrt_all_reduce_post(comm, a.data(), b[i].data(), a.size(), ZRT_DTYPE_FP32, ZRT_OP_AVG,
+                                  &reqs[i]),
               ZRT_SUCCESS);
-  for (int i = 2; i >= 0; --i) ASSERT_EQ(zrt_request_wait(reqs[static_cast<size_t>(i)]), ZRT_SUCCESS);
-  for (auto r : reqs) zrt_request_free(r);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(b[i][776], 1.0f);
+  for (int i = 2; i >= 0; --i)
+    ASSERT_EQ(zrt_request_wait(reqs[static_cast<size_t>(i)]), ZRT_SUCCESS);
+  for (auto r : reqs)
+    zrt_request_free(r);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(b[i][776], 1.0f);
   EXPECT_EQ(describe(ctx)["comm"]["check_args"], false);
   EXPECT_EQ(zrt_finalize(ctx), ZRT_SUCCESS);
 }

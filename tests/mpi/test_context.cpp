@@ -5,9 +5,9 @@
 
 TEST(Context, QueryMatchesMpi) {
   zrt_context_attr_t a = {};
-  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_RANK | ZRT_CONTEXT_ATTR_FIELD_SIZE | ZRT_CONTEXT_ATTR_FIELD_NODE |
-                 ZRT_CONTEXT_ATTR_FIELD_LOCAL | ZRT_CONTEXT_ATTR_FIELD_BINDING |
-                 ZRT_CONTEXT_ATTR_FIELD_DEVICES;
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_RANK | ZRT_CONTEXT_ATTR_FIELD_SIZE |
+                 ZRT_CONTEXT_ATTR_FIELD_NODE | ZRT_CONTEXT_ATTR_FIELD_LOCAL |
+                 ZRT_CONTEXT_ATTR_FIELD_BINDING | ZRT_CONTEXT_ATTR_FIELD_DEVICES;
   ASSERT_EQ(zrt_context_query(test::context(), &a), ZRT_SUCCESS);
   EXPECT_EQ(a.rank, test::rank());
   EXPECT_EQ(a.size, test::size());

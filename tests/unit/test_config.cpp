@@ -19,7 +19,8 @@ struct Env {
   std::vector<std::string> entries;
   std::vector<char *> pointers;
   explicit Env(std::vector<std::string> e) : entries(std::move(e)) {
-    for (auto &s : entries) pointers.push_back(s.data());
+    for (auto &s : entries)
+      pointers.push_back(s.data());
     pointers.push_back(nullptr);
   }
   char **get() { return pointers.data(); }
@@ -73,8 +74,8 @@ TEST(Config, DefaultsWhenNothingIsSet) {
 
 TEST(Config, PrecedenceIsDefaultFileParamsEnvironment) {
   ConfigSchema s = test_schema();
-  std::string file = write_file("prec.json",
-                                R"({"log_level": "info", "flag": true, "comm": {"bucket": "4K"}, "ranks": 3})");
+  std::string file = write_file(
+      "prec.json", R"({"log_level": "info", "flag": true, "comm": {"bucket": "4K"}, "ranks": 3})");
   Env env({"ZRT_LOG_LEVEL=error"});
   Config c = Config::resolve(s, file, {{"log_level", "debug"}, {"flag", "false"}}, env.get());
   EXPECT_EQ(c.get_string("log_level"), "error");
@@ -166,8 +167,9 @@ TEST(Config, MalformedAndMissingFilesAreErrors) {
   std::string bad = write_file("bad.json", "{\"ranks\": ");
   EXPECT_NE(error_of([&] { Config::resolve(s, bad, {}, env.get()); }).find("not valid JSON"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { Config::resolve(s, "/nonexistent/zrt.json", {}, env.get()); })
-                .find("cannot open"),
+  EXPECT_NE(error_of([&] {
+              Config::resolve(s, "/nonexistent/zrt.json", {}, env.get());
+            }).find("cannot open"),
             std::string::npos);
   std::string arr = write_file("array.json", "[1, 2]");
   EXPECT_NE(error_of([&] { Config::resolve(s, arr, {}, env.get()); }).find("JSON object"),

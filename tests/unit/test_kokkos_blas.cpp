@@ -2,8 +2,8 @@
 // KokkosBlas::gemm must run, through OpenBLAS, and agree with a plain triple loop.
 #include <gtest/gtest.h>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
 #include <cmath>
 
@@ -13,9 +13,11 @@ TEST(KokkosBlas, GemmMatchesALoop) {
   auto a = Kokkos::create_mirror_view(A);
   auto b = Kokkos::create_mirror_view(B);
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < k; ++j) a(i, j) = static_cast<float>((i * 7 + j * 3) % 11) - 5.0f;
+    for (int j = 0; j < k; ++j)
+      a(i, j) = static_cast<float>((i * 7 + j * 3) % 11) - 5.0f;
   for (int i = 0; i < k; ++i)
-    for (int j = 0; j < n; ++j) b(i, j) = static_cast<float>((i * 5 + j) % 13) - 6.0f;
+    for (int j = 0; j < n; ++j)
+      b(i, j) = static_cast<float>((i * 5 + j) % 13) - 6.0f;
   Kokkos::deep_copy(A, a);
   Kokkos::deep_copy(B, b);
   KokkosBlas::gemm("N", "N", 1.0f, A, B, 0.0f, C);
@@ -24,7 +26,8 @@ TEST(KokkosBlas, GemmMatchesALoop) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       float want = 0;
-      for (int p = 0; p < k; ++p) want += a(i, p) * b(p, j);
+      for (int p = 0; p < k; ++p)
+        want += a(i, p) * b(p, j);
       ASSERT_EQ(c(i, j), want) << i << "," << j;  // small integers: exact
     }
 }

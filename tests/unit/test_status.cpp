@@ -20,22 +20,24 @@ TEST(Status, EveryCodeHasADistinctString) {
 }
 
 TEST(Status, AbiCallMapsEveryExceptionAndRecordsTheMessage) {
-  EXPECT_EQ(abi_call("f", [] () -> zrt_status_t { fail(ZRT_ERR_IO, "disk {} full", 3); }), ZRT_ERR_IO);
+  EXPECT_EQ(abi_call("f", []() -> zrt_status_t { fail(ZRT_ERR_IO, "disk {} full", 3); }),
+            ZRT_ERR_IO);
   EXPECT_STREQ(zrt_last_error_message(), "f: disk 3 full");
-  EXPECT_EQ(abi_call("g", [] () -> zrt_status_t { throw std::bad_alloc(); }), ZRT_ERR_OUT_OF_MEMORY);
-  EXPECT_EQ(abi_call("h", [] () -> zrt_status_t { throw std::runtime_error("x"); }), ZRT_ERR_INTERNAL);
-  EXPECT_EQ(abi_call("i", [] () -> zrt_status_t { throw 42; }), ZRT_ERR_INTERNAL);
+  EXPECT_EQ(abi_call("g", []() -> zrt_status_t { throw std::bad_alloc(); }), ZRT_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(abi_call("h", []() -> zrt_status_t { throw std::runtime_error("x"); }),
+            ZRT_ERR_INTERNAL);
+  EXPECT_EQ(abi_call("i", []() -> zrt_status_t { throw 42; }), ZRT_ERR_INTERNAL);
   // Success leaves the last message in place.
   EXPECT_EQ(abi_call("j", [] { return ZRT_SUCCESS; }), ZRT_SUCCESS);
   EXPECT_NE(std::string(zrt_last_error_message()).find("i:"), std::string::npos);
 }
 
 TEST(Status, LastErrorIsPerThread) {
-  abi_call("main", [] () -> zrt_status_t { fail(ZRT_ERR_IO, "main thread"); });
+  abi_call("main", []() -> zrt_status_t { fail(ZRT_ERR_IO, "main thread"); });
   std::string other;
   std::thread t([&] {
     other = zrt_last_error_message();
-    abi_call("worker", [] () -> zrt_status_t { fail(ZRT_ERR_IO, "worker thread"); });
+    abi_call("worker", []() -> zrt_status_t { fail(ZRT_ERR_IO, "worker thread"); });
   });
   t.join();
   EXPECT_EQ(other, "");

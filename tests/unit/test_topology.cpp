@@ -48,7 +48,8 @@ TEST(Topology, AutoKeepsALauncherBinding) {
   if (whole.pus() < 2) GTEST_SKIP() << "needs two processing units";
   hwloc_topology_t topo = whole.hwloc();
   hwloc_bitmap_t one = hwloc_bitmap_alloc();
-  hwloc_bitmap_only(one, static_cast<unsigned>(hwloc_bitmap_first(hwloc_topology_get_allowed_cpuset(topo))));
+  hwloc_bitmap_only(
+      one, static_cast<unsigned>(hwloc_bitmap_first(hwloc_topology_get_allowed_cpuset(topo))));
   ASSERT_EQ(hwloc_set_cpubind(topo, one, HWLOC_CPUBIND_PROCESS), 0);  // the "launcher"
   NodeLayout layout;
   layout.local_size = 2;

@@ -36,9 +36,7 @@
 ZRT_BEGIN_DECLS
 
 /** @brief Which fields of zrt_comm_params_t the caller set. */
-enum zrt_comm_params_field {
-  ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0
-};
+enum zrt_comm_params_field { ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0 };
 
 /** @brief Parameters of zrt_comm_create. */
 typedef struct zrt_comm_params {
@@ -104,9 +102,9 @@ ZRT_API zrt_status_t zrt_dtype_size(zrt_dtype_t dtype, size_t *size_p);
  * The buffers must not overlap. Collective, non-blocking; thread-safe if the MPI library
  * provides MPI_THREAD_MULTIPLE, but posts on one communicator must be ordered.
  */
-ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf,
-                                             void *recvbuf, size_t count, zrt_dtype_t dtype,
-                                             zrt_op_t op, zrt_request_h *request_p);
+ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                             size_t count, zrt_dtype_t dtype, zrt_op_t op,
+                                             zrt_request_h *request_p);
 
 /**
  * @brief Start an all-gather: each rank contributes its shard of a @p count-element
@@ -115,8 +113,7 @@ ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbu
  * rank's offset. Collective, non-blocking.
  */
 ZRT_API zrt_status_t zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                         size_t count, zrt_dtype_t dtype,
-                                         zrt_request_h *request_p);
+                                         size_t count, zrt_dtype_t dtype, zrt_request_h *request_p);
 
 /**
  * @brief Start an all-reduce of @p count elements. In place when @p sendbuf equals
@@ -130,8 +127,8 @@ ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, v
  * @brief Start a broadcast of @p count elements of @p buf from @p root.
  * Collective, non-blocking.
  */
-ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count,
-                                        zrt_dtype_t dtype, int root, zrt_request_h *request_p);
+ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
+                                        int root, zrt_request_h *request_p);
 
 /**
  * @brief Advance a request. @return ZRT_SUCCESS when it is done, ZRT_IN_PROGRESS while it

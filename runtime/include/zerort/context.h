@@ -23,14 +23,20 @@ typedef enum zrt_log_level {
   ZRT_LOG_WARN = 1,
   ZRT_LOG_INFO = 2,
   ZRT_LOG_DEBUG = 3,
-  ZRT_LOG_TRACE = 4
+  ZRT_LOG_TRACE = 4,
+  /** Not a value: makes every int a valid value of the type, so a bad value passed
+      from C is an error zerort reports, not undefined behaviour in C++. */
+  ZRT_LOG_FORCE_INT_ = -2147483647 - 1
 } zrt_log_level_t;
 
 /** @brief How zerort places the calling process on the node's cores. */
 typedef enum zrt_bind {
   ZRT_BIND_AUTO = 0, /**< bind to this rank's share of the cores unless already bound */
   ZRT_BIND_NONE = 1, /**< never change the binding */
-  ZRT_BIND_CORE = 2  /**< always bind to this rank's share of the cores */
+  ZRT_BIND_CORE = 2 /**< always bind to this rank's share of the cores */,
+  /** Not a value: makes every int a valid value of the type, so a bad value passed
+      from C is an error zerort reports, not undefined behaviour in C++. */
+  ZRT_BIND_FORCE_INT_ = -2147483647 - 1
 } zrt_bind_t;
 
 /** @brief Who bound the process, as reported by zrt_context_query. */
@@ -67,8 +73,7 @@ typedef struct zrt_init_params {
  * @param api_version ZRT_API_VERSION of the header the caller compiled against.
  */
 ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
-                                        const zrt_init_params_t *params,
-                                        zrt_context_h *context_p);
+                                        const zrt_init_params_t *params, zrt_context_h *context_p);
 
 /**
  * @brief Initialize zerort on the ranks of @p comm.
@@ -106,10 +111,10 @@ ZRT_API zrt_status_t zrt_finalize(zrt_context_h context);
 enum zrt_context_attr_field {
   ZRT_CONTEXT_ATTR_FIELD_RANK = 1u << 0,
   ZRT_CONTEXT_ATTR_FIELD_SIZE = 1u << 1,
-  ZRT_CONTEXT_ATTR_FIELD_NODE = 1u << 2,     /**< node_id, node_count */
-  ZRT_CONTEXT_ATTR_FIELD_LOCAL = 1u << 3,    /**< local_rank, local_size */
-  ZRT_CONTEXT_ATTR_FIELD_BINDING = 1u << 4,  /**< bound_by, bound_pus, numa_node */
-  ZRT_CONTEXT_ATTR_FIELD_DEVICES = 1u << 5,  /**< gpu_count, gpu, nic_count */
+  ZRT_CONTEXT_ATTR_FIELD_NODE = 1u << 2,    /**< node_id, node_count */
+  ZRT_CONTEXT_ATTR_FIELD_LOCAL = 1u << 3,   /**< local_rank, local_size */
+  ZRT_CONTEXT_ATTR_FIELD_BINDING = 1u << 4, /**< bound_by, bound_pus, numa_node */
+  ZRT_CONTEXT_ATTR_FIELD_DEVICES = 1u << 5, /**< gpu_count, gpu, nic_count */
   ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL = 1u << 6
 };
 
@@ -123,11 +128,11 @@ typedef struct zrt_context_attr {
   int local_rank; /**< rank among the ranks of this node */
   int local_size; /**< number of ranks on this node */
   zrt_bound_by_t bound_by;
-  int bound_pus;  /**< processing units this process may run on */
-  int numa_node;  /**< the NUMA node the binding lies in, -1 if several or unknown */
-  int gpu_count;  /**< GPUs on this node (hwloc PCI discovery) */
-  int gpu;        /**< index of the GPU nearest this rank, -1 if none */
-  int nic_count;  /**< network interfaces on this node */
+  int bound_pus; /**< processing units this process may run on */
+  int numa_node; /**< the NUMA node the binding lies in, -1 if several or unknown */
+  int gpu_count; /**< GPUs on this node (hwloc PCI discovery) */
+  int gpu;       /**< index of the GPU nearest this rank, -1 if none */
+  int nic_count; /**< network interfaces on this node */
   zrt_log_level_t log_level;
 } zrt_context_attr_t;
 

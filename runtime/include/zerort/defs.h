@@ -34,13 +34,19 @@ typedef enum zrt_dtype {
   ZRT_DTYPE_FP32 = 0, /**< IEEE 754 binary32 */
   ZRT_DTYPE_FP64 = 1, /**< IEEE 754 binary64 */
   ZRT_DTYPE_BF16 = 2, /**< bfloat16: the upper half of a binary32 */
-  ZRT_DTYPE_FP16 = 3  /**< IEEE 754 binary16 */
+  ZRT_DTYPE_FP16 = 3 /**< IEEE 754 binary16 */,
+  /** Not a value: makes every int a valid value of the type, so a bad value passed
+      from C is an error zerort reports, not undefined behaviour in C++. */
+  ZRT_DTYPE_FORCE_INT_ = -2147483647 - 1
 } zrt_dtype_t;
 
 /** @brief Reduction operations. Half-precision types accumulate in fp32. */
 typedef enum zrt_op {
   ZRT_OP_SUM = 0, /**< element-wise sum */
-  ZRT_OP_AVG = 1  /**< element-wise sum divided by the number of ranks */
+  ZRT_OP_AVG = 1 /**< element-wise sum divided by the number of ranks */,
+  /** Not a value: makes every int a valid value of the type, so a bad value passed
+      from C is an error zerort reports, not undefined behaviour in C++. */
+  ZRT_OP_FORCE_INT_ = -2147483647 - 1
 } zrt_op_t;
 
 #endif /* ZERORT_DEFS_H */

@@ -14,22 +14,25 @@
 ZRT_BEGIN_DECLS
 
 typedef enum zrt_status {
-  ZRT_SUCCESS = 0,               /**< the call did what was asked */
-  ZRT_IN_PROGRESS = 1,           /**< an asynchronous operation is still running */
-  ZRT_ERR_INVALID_ARGUMENT = 2,  /**< a NULL pointer, a bad enum, a size out of range */
-  ZRT_ERR_INVALID_HANDLE = 3,    /**< a NULL, stale (freed) or foreign handle */
-  ZRT_ERR_INVALID_STATE = 4,     /**< the call is not allowed now (e.g. after finalize) */
-  ZRT_ERR_NOT_SUPPORTED = 5,     /**< valid, but not supported by this build or backend */
-  ZRT_ERR_OUT_OF_MEMORY = 6,     /**< an allocation failed */
-  ZRT_ERR_VERSION_MISMATCH = 7,  /**< the header and the library disagree on the API */
-  ZRT_ERR_CONFIG = 8,            /**< an unknown configuration key or a bad value */
-  ZRT_ERR_MISMATCH = 9,          /**< ranks passed arguments that differ (count, op...) */
-  ZRT_ERR_MPI = 10,              /**< MPI returned an error */
-  ZRT_ERR_BACKEND = 11,          /**< a transport (UCX, NCCL, CUDA, shm) failed */
-  ZRT_ERR_IO = 12,               /**< reading or writing a file failed */
-  ZRT_ERR_TIMEOUT = 13,          /**< a collective did not complete within the timeout */
-  ZRT_ERR_REMOTE = 14,           /**< another rank failed (see zrt_comm_agree_status) */
-  ZRT_ERR_INTERNAL = 15          /**< a bug in zerort: please report it */
+  ZRT_SUCCESS = 0,              /**< the call did what was asked */
+  ZRT_IN_PROGRESS = 1,          /**< an asynchronous operation is still running */
+  ZRT_ERR_INVALID_ARGUMENT = 2, /**< a NULL pointer, a bad enum, a size out of range */
+  ZRT_ERR_INVALID_HANDLE = 3,   /**< a NULL, stale (freed) or foreign handle */
+  ZRT_ERR_INVALID_STATE = 4,    /**< the call is not allowed now (e.g. after finalize) */
+  ZRT_ERR_NOT_SUPPORTED = 5,    /**< valid, but not supported by this build or backend */
+  ZRT_ERR_OUT_OF_MEMORY = 6,    /**< an allocation failed */
+  ZRT_ERR_VERSION_MISMATCH = 7, /**< the header and the library disagree on the API */
+  ZRT_ERR_CONFIG = 8,           /**< an unknown configuration key or a bad value */
+  ZRT_ERR_MISMATCH = 9,         /**< ranks passed arguments that differ (count, op...) */
+  ZRT_ERR_MPI = 10,             /**< MPI returned an error */
+  ZRT_ERR_BACKEND = 11,         /**< a transport (UCX, NCCL, CUDA, shm) failed */
+  ZRT_ERR_IO = 12,              /**< reading or writing a file failed */
+  ZRT_ERR_TIMEOUT = 13,         /**< a collective did not complete within the timeout */
+  ZRT_ERR_REMOTE = 14,          /**< another rank failed (see zrt_comm_agree_status) */
+  ZRT_ERR_INTERNAL = 15 /**< a bug in zerort: please report it */,
+  /** Not a value: makes every int a valid value of the type, so a bad value passed
+      from C is an error zerort reports, not undefined behaviour in C++. */
+  ZRT_STATUS_FORCE_INT_ = -2147483647 - 1
 } zrt_status_t;
 
 /**

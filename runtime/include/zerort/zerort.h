@@ -10,10 +10,10 @@
 #ifndef ZERORT_ZERORT_H
 #define ZERORT_ZERORT_H
 
-#include "zerort/defs.h"
-#include "zerort/version.h"
-#include "zerort/status.h"
-#include "zerort/context.h"
 #include "zerort/comm.h"
+#include "zerort/context.h"
+#include "zerort/defs.h"
+#include "zerort/status.h"
+#include "zerort/version.h"
 
 #endif /* ZERORT_ZERORT_H */
