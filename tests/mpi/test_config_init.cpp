@@ -2,6 +2,7 @@
 // errors that reach every rank (never a hang when one rank's configuration is bad).
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <fstream>
 
@@ -19,7 +20,8 @@ nlohmann::json describe(zrt_context_h ctx) {
 }
 
 std::string temp_file(const std::string &name, const std::string &text) {
-  std::string path = ::testing::TempDir() + "zrt_rank" + std::to_string(test::rank()) + "_" + name;
+  std::string path = ::testing::TempDir() + "zrt_" + std::to_string(getpid()) + "_rank" +
+                     std::to_string(test::rank()) + "_" + name;
   std::ofstream(path) << text;
   return path;
 }

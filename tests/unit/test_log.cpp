@@ -13,7 +13,7 @@ namespace {
 // Runs f with stderr sent to a file and returns what it wrote.
 template <class F>
 std::string capture_stderr(F &&f) {
-  std::string path = ::testing::TempDir() + "zrt_log_capture.txt";
+  std::string path = ::testing::TempDir() + "zrt_log_capture_" + std::to_string(getpid()) + ".txt";
   std::fflush(stderr);
   int saved = dup(STDERR_FILENO);
   FILE *file = std::fopen(path.c_str(), "w");
