@@ -11,6 +11,7 @@
 #define ZERORT_ZERORT_H
 
 #include "zerort/comm.h"
+#include "zerort/engine.h"
 #include "zerort/context.h"
 #include "zerort/defs.h"
 #include "zerort/status.h"

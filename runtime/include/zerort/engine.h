@@ -1,0 +1,238 @@
+/**
+ * @file zerort/engine.h
+ * @brief The ZeRO engine: partitioned parameters, gradients and optimizer state.
+ *
+ * ## Life cycle
+ * ```
+ * zrt_engine_create(ctx, &params, &engine)           collective
+ * zrt_param_register(engine, "h0.attn.w", ...) x n   local, same sequence on every rank
+ * zrt_engine_commit(engine)                          collective: layout, checks, buffers
+ * zrt_param_set(engine, p, init_values, FP32) x n    local: identical values on every rank
+ * loop:
+ *   forward   stage 3: zrt_param_gather(p) ... zrt_param_release(p)
+ *   backward  zrt_grad_data(p, &g); write g; zrt_grad_ready(p)   (any order)
+ *   zrt_engine_step(engine, &report)                 collective
+ * zrt_engine_destroy(engine)
+ * ```
+ *
+ * ## Stages (the ZeRO paper's definitions)
+ *  - 0: every rank keeps everything; gradients are all-reduced.
+ *  - 1: the optimizer state (and fp32 master weights) is sharded; gradients are full-size
+ *       and reduce-scattered; updated parameters are all-gathered.
+ *  - 2: as 1, and gradients are reduce-scattered bucket by bucket during backward into
+ *       each owner's shard; no full-size gradient buffer exists.
+ *  - 3: as 2, and parameters are sharded too: zrt_param_gather assembles a parameter
+ *       before use and zrt_param_release frees it.
+ *
+ * Per-rank model-state bytes for P parameters on N ranks (mixed precision, Adam): stage 0
+ * 16P, stage 1 4P + 12P/N, stage 2 2P + 14P/N, stage 3 16P/N; with fp32 compute: stage 0
+ * 16P, stage 1 8P + 8P/N, stage 2 4P + 12P/N, stage 3 16P/N. zrt_engine_memory reports
+ * the bytes actually held, plus the bucket buffers.
+ *
+ * ## Order
+ * Buckets are fixed at commit, in reverse registration order (the order backward usually
+ * produces gradients), identically on every rank. A bucket is reduced once all of its
+ * gradients are ready and every earlier bucket has been reduced, so zrt_grad_ready may be
+ * called in any order on any rank without deadlock or mismatch.
+ */
+#ifndef ZERORT_ENGINE_H
+#define ZERORT_ENGINE_H
+
+#include "zerort/context.h"
+#include "zerort/defs.h"
+#include "zerort/status.h"
+
+ZRT_BEGIN_DECLS
+
+/** @brief A ZeRO engine: one model's parameters, gradients and optimizer. */
+typedef struct zrt_engine *zrt_engine_h;
+/** @brief A registered parameter tensor of an engine. */
+typedef struct zrt_param *zrt_param_h;
+
+/** @brief Optimizers; each runs on the local shard only. */
+typedef enum zrt_optimizer {
+  ZRT_OPTIMIZER_ADAMW = 0, /**< Adam with decoupled weight decay (default) */
+  ZRT_OPTIMIZER_ADAM = 1,  /**< Adam with L2 weight decay added to the gradient */
+  ZRT_OPTIMIZER_SGD = 2,   /**< SGD with momentum and optional Nesterov */
+  ZRT_OPTIMIZER_LAMB = 3,  /**< LAMB: Adam with a per-tensor trust ratio */
+  /** Not a value: makes every int a valid value of the type (see defs.h). */
+  ZRT_OPTIMIZER_FORCE_INT_ = -2147483647 - 1
+} zrt_optimizer_t;
+
+/** @brief Which fields of zrt_engine_params_t the caller set. */
+enum zrt_engine_params_field {
+  ZRT_ENGINE_PARAM_FIELD_STAGE = 1u << 0,
+  ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE = 1u << 1,
+  ZRT_ENGINE_PARAM_FIELD_OPTIMIZER = 1u << 2,
+  ZRT_ENGINE_PARAM_FIELD_LR = 1u << 3,
+  ZRT_ENGINE_PARAM_FIELD_BETAS = 1u << 4,
+  ZRT_ENGINE_PARAM_FIELD_EPS = 1u << 5,
+  ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY = 1u << 6,
+  ZRT_ENGINE_PARAM_FIELD_MOMENTUM = 1u << 7,
+  ZRT_ENGINE_PARAM_FIELD_NESTEROV = 1u << 8,
+  ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES = 1u << 9,
+  ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES = 1u << 10,
+  ZRT_ENGINE_PARAM_FIELD_OVERLAP = 1u << 11,
+  ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER = 1u << 12,
+  ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING = 1u << 13,
+  ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS = 1u << 14,
+  ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC = 1u << 15,
+  ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE = 1u << 16,
+  ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER = 1u << 17,
+  ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW = 1u << 18,
+  ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
+  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20
+};
+
+/**
+ * @brief Parameters of zrt_engine_create. Unset fields take the default shown, or the
+ * configuration file's / environment's value (keys in README.md; DeepSpeed's names such
+ * as zero_optimization.stage are accepted in the JSON file).
+ */
+typedef struct zrt_engine_params {
+  uint64_t field_mask;
+  int stage;                   /**< 0, 1, 2 or 3; default 2 */
+  zrt_dtype_t compute_dtype;   /**< parameters and gradients as the program sees them:
+                                    fp32 (default), bf16 or fp16; master weights are fp32 */
+  zrt_optimizer_t optimizer;   /**< default ZRT_OPTIMIZER_ADAMW */
+  double lr;                   /**< learning rate; default 1e-3 (zrt_engine_set_lr changes it) */
+  double beta1, beta2;         /**< Adam/LAMB moments; default 0.9, 0.999 */
+  double eps;                  /**< default 1e-8 */
+  double weight_decay;         /**< default 0 */
+  double momentum;             /**< SGD; default 0 */
+  int nesterov;                /**< SGD; default 0 */
+  size_t reduce_bucket_bytes;  /**< gradient bucket size; default 25 MiB */
+  size_t allgather_bucket_bytes; /**< parameter all-gather bucket size; default 25 MiB */
+  int overlap;                 /**< post a bucket's reduction as soon as it is full; default 1 */
+  int offload_optimizer;       /**< optimizer state in pinned host memory, updated on the
+                                    CPU (ZeRO-Offload); default 0 */
+  double gradient_clipping;    /**< clip the global gradient norm to this; 0 = off (default) */
+  int gradient_accumulation_steps; /**< micro-steps per optimizer step; default 1 */
+  int deterministic;           /**< reductions sum in rank order: bitwise-identical
+                                    results across stages and runs; default 0 */
+  double loss_scale;           /**< 0: dynamic loss scaling for fp16 (default), 1 for fp32
+                                    and bf16; any other value: that static scale */
+  int initial_scale_power;     /**< dynamic scaling starts at 2^this; default 16 */
+  int loss_scale_window;       /**< steps without overflow before the scale doubles; 1000 */
+  int hysteresis;              /**< overflows tolerated before the scale halves; default 2 */
+  double min_loss_scale;       /**< the scale never drops below this; default 1 */
+} zrt_engine_params_t;
+
+/**
+ * @brief Create an engine over all ranks of @p context.
+ * @param params may be NULL (defaults, configuration file, environment).
+ * Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_params_t *params,
+                                       zrt_engine_h *engine_p);
+
+/** @brief Destroy an engine and every buffer it holds. Collective, blocking. */
+ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
+
+/**
+ * @brief Register a parameter tensor before zrt_engine_commit.
+ * @param name  unique within the engine; checkpoints use it
+ * @param dtype must equal the engine's compute dtype
+ * @param ndim  1..8
+ * @param shape ndim positive extents
+ * Local, non-blocking; every rank must register the same tensors in the same order
+ * (zrt_engine_commit checks).
+ */
+ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
+                                        int ndim, const int64_t *shape, zrt_param_h *param_p);
+
+/**
+ * @brief Fix the layout: one flat, aligned, padded parameter buffer and its gradient
+ * buckets, partitioned over the ranks; allocate every buffer; zero the parameters.
+ * Fails with ZRT_ERR_MISMATCH on every rank if the registrations differ across ranks.
+ * Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_engine_commit(zrt_engine_h engine);
+
+/**
+ * @brief Set a parameter's full value (its master copy and, where this rank holds it, its
+ * compute copy) from @p values of @p dtype (fp32 or the compute dtype). Every rank must
+ * pass the same values. Local, blocking.
+ */
+ZRT_API zrt_status_t zrt_param_set(zrt_engine_h engine, zrt_param_h param, const void *values,
+                                   zrt_dtype_t dtype);
+
+/**
+ * @brief Read a parameter's full fp32 master value into @p values (as @p dtype).
+ * Collective (stages 1-3 gather the shards), blocking.
+ */
+ZRT_API zrt_status_t zrt_param_get(zrt_engine_h engine, zrt_param_h param, void *values,
+                                   zrt_dtype_t dtype);
+
+/**
+ * @brief The parameter's values in the compute dtype, for forward and backward.
+ * Stages 0-2: valid after commit. Stage 3: valid between zrt_param_gather and
+ * zrt_param_release (ZRT_ERR_INVALID_STATE otherwise). Local.
+ */
+ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
+
+/**
+ * @brief Where backward writes this parameter's gradient (compute dtype, the parameter's
+ * shape), valid until zrt_grad_ready(param). Ask for it right before writing: at stage 2
+ * and 3 it lies in a bucket buffer and may block until a buffer is free. Local.
+ */
+ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
+
+/**
+ * @brief The gradient of @p param is complete. A bucket whose gradients are all ready is
+ * reduced (asynchronously, with overlap on) in the fixed bucket order. Calling it twice
+ * for a parameter in one micro-step is ZRT_ERR_INVALID_STATE. Local, non-blocking.
+ */
+ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param);
+
+/** @brief Which fields of zrt_step_report_t are meaningful (all, for now). */
+typedef struct zrt_step_report {
+  int applied;         /**< 1 if the optimizer ran (last micro-step and no overflow) */
+  int skipped;         /**< 1 if an overflow on any rank skipped the step on every rank */
+  int64_t step;        /**< optimizer steps applied so far */
+  double loss_scale;   /**< the scale to multiply the next loss by */
+  double grad_norm;    /**< global L2 norm of the unscaled gradient, before clipping */
+} zrt_step_report_t;
+
+/**
+ * @brief End a micro-step: wait for every bucket, and on the last micro-step of an
+ * accumulation unscale, check for overflow (agreed across ranks), clip to the global norm,
+ * run the optimizer on this rank's shard, and all-gather updated parameters (stages 1, 2).
+ * Fails with ZRT_ERR_INVALID_STATE, naming the parameter, if a gradient was not made ready.
+ * @param report_p may be NULL. Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p);
+
+/** @brief Change the learning rate (schedules). Local; every rank must set the same. */
+ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
+
+/** @brief The loss scale to apply to the next loss (1 without fp16). Local. */
+ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p);
+
+/**
+ * @brief Stage 3: assemble @p param's full values (and prefetch the next parameters in the
+ * direction of the previous gathers). Other stages: a no-op. Collective over the engine's
+ * ranks in the same order everywhere, blocking.
+ */
+ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
+
+/** @brief Stage 3: free the gathered copy of @p param. Other stages: a no-op. Local. */
+ZRT_API zrt_status_t zrt_param_release(zrt_engine_h engine, zrt_param_h param);
+
+/** @brief Bytes this rank holds, by kind. */
+typedef struct zrt_memory_report {
+  int64_t parameter_count;  /**< P: elements of all registered parameters, unpadded */
+  int64_t parameters;       /**< compute-dtype parameter bytes held */
+  int64_t gradients;        /**< gradient bytes held (full buffer or shard) */
+  int64_t master_weights;   /**< fp32 master-weight bytes (0 when compute is fp32) */
+  int64_t optimizer_state;  /**< optimizer moments bytes */
+  int64_t buckets;          /**< communication bucket bytes */
+  int64_t total;            /**< the sum of the above */
+} zrt_memory_report_t;
+
+/** @brief This rank's memory report. Local. */
+ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t *report_p);
+
+ZRT_END_DECLS
+
+#endif /* ZERORT_ENGINE_H */
