@@ -91,31 +91,31 @@ enum zrt_engine_params_field {
  */
 typedef struct zrt_engine_params {
   uint64_t field_mask;
-  int stage;                   /**< 0, 1, 2 or 3; default 2 */
-  zrt_dtype_t compute_dtype;   /**< parameters and gradients as the program sees them:
-                                    fp32 (default), bf16 or fp16; master weights are fp32 */
-  zrt_optimizer_t optimizer;   /**< default ZRT_OPTIMIZER_ADAMW */
-  double lr;                   /**< learning rate; default 1e-3 (zrt_engine_set_lr changes it) */
-  double beta1, beta2;         /**< Adam/LAMB moments; default 0.9, 0.999 */
-  double eps;                  /**< default 1e-8 */
-  double weight_decay;         /**< default 0 */
-  double momentum;             /**< SGD; default 0 */
-  int nesterov;                /**< SGD; default 0 */
-  size_t reduce_bucket_bytes;  /**< gradient bucket size; default 25 MiB */
+  int stage;                     /**< 0, 1, 2 or 3; default 2 */
+  zrt_dtype_t compute_dtype;     /**< parameters and gradients as the program sees them:
+                                      fp32 (default), bf16 or fp16; master weights are fp32 */
+  zrt_optimizer_t optimizer;     /**< default ZRT_OPTIMIZER_ADAMW */
+  double lr;                     /**< learning rate; default 1e-3 (zrt_engine_set_lr changes it) */
+  double beta1, beta2;           /**< Adam/LAMB moments; default 0.9, 0.999 */
+  double eps;                    /**< default 1e-8 */
+  double weight_decay;           /**< default 0 */
+  double momentum;               /**< SGD; default 0 */
+  int nesterov;                  /**< SGD; default 0 */
+  size_t reduce_bucket_bytes;    /**< gradient bucket size; default 25 MiB */
   size_t allgather_bucket_bytes; /**< parameter all-gather bucket size; default 25 MiB */
-  int overlap;                 /**< post a bucket's reduction as soon as it is full; default 1 */
-  int offload_optimizer;       /**< optimizer state in pinned host memory, updated on the
-                                    CPU (ZeRO-Offload); default 0 */
-  double gradient_clipping;    /**< clip the global gradient norm to this; 0 = off (default) */
+  int overlap;                   /**< post a bucket's reduction as soon as it is full; default 1 */
+  int offload_optimizer;         /**< optimizer state in pinned host memory, updated on the
+                                      CPU (ZeRO-Offload); default 0 */
+  double gradient_clipping;      /**< clip the global gradient norm to this; 0 = off (default) */
   int gradient_accumulation_steps; /**< micro-steps per optimizer step; default 1 */
-  int deterministic;           /**< reductions sum in rank order: bitwise-identical
-                                    results across stages and runs; default 0 */
-  double loss_scale;           /**< 0: dynamic loss scaling for fp16 (default), 1 for fp32
-                                    and bf16; any other value: that static scale */
-  int initial_scale_power;     /**< dynamic scaling starts at 2^this; default 16 */
-  int loss_scale_window;       /**< steps without overflow before the scale doubles; 1000 */
-  int hysteresis;              /**< overflows tolerated before the scale halves; default 2 */
-  double min_loss_scale;       /**< the scale never drops below this; default 1 */
+  int deterministic;               /**< reductions sum in rank order: bitwise-identical
+                                        results across stages and runs; default 0 */
+  double loss_scale;               /**< 0: dynamic loss scaling for fp16 (default), 1 for fp32
+                                        and bf16; any other value: that static scale */
+  int initial_scale_power;         /**< dynamic scaling starts at 2^this; default 16 */
+  int loss_scale_window;           /**< steps without overflow before the scale doubles; 1000 */
+  int hysteresis;                  /**< overflows tolerated before the scale halves; default 2 */
+  double min_loss_scale;           /**< the scale never drops below this; default 1 */
 } zrt_engine_params_t;
 
 /**
@@ -187,11 +187,11 @@ ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param);
 
 /** @brief Which fields of zrt_step_report_t are meaningful (all, for now). */
 typedef struct zrt_step_report {
-  int applied;         /**< 1 if the optimizer ran (last micro-step and no overflow) */
-  int skipped;         /**< 1 if an overflow on any rank skipped the step on every rank */
-  int64_t step;        /**< optimizer steps applied so far */
-  double loss_scale;   /**< the scale to multiply the next loss by */
-  double grad_norm;    /**< global L2 norm of the unscaled gradient, before clipping */
+  int applied;       /**< 1 if the optimizer ran (last micro-step and no overflow) */
+  int skipped;       /**< 1 if an overflow on any rank skipped the step on every rank */
+  int64_t step;      /**< optimizer steps applied so far */
+  double loss_scale; /**< the scale to multiply the next loss by */
+  double grad_norm;  /**< global L2 norm of the unscaled gradient, before clipping */
 } zrt_step_report_t;
 
 /**
@@ -221,13 +221,13 @@ ZRT_API zrt_status_t zrt_param_release(zrt_engine_h engine, zrt_param_h param);
 
 /** @brief Bytes this rank holds, by kind. */
 typedef struct zrt_memory_report {
-  int64_t parameter_count;  /**< P: elements of all registered parameters, unpadded */
-  int64_t parameters;       /**< compute-dtype parameter bytes held */
-  int64_t gradients;        /**< gradient bytes held (full buffer or shard) */
-  int64_t master_weights;   /**< fp32 master-weight bytes (0 when compute is fp32) */
-  int64_t optimizer_state;  /**< optimizer moments bytes */
-  int64_t buckets;          /**< communication bucket bytes */
-  int64_t total;            /**< the sum of the above */
+  int64_t parameter_count; /**< P: elements of all registered parameters, unpadded */
+  int64_t parameters;      /**< compute-dtype parameter bytes held */
+  int64_t gradients;       /**< gradient bytes held (full buffer or shard) */
+  int64_t master_weights;  /**< fp32 master-weight bytes (0 when compute is fp32) */
+  int64_t optimizer_state; /**< optimizer moments bytes */
+  int64_t buckets;         /**< communication bucket bytes */
+  int64_t total;           /**< the sum of the above */
 } zrt_memory_report_t;
 
 /** @brief This rank's memory report. Local. */
