@@ -11,9 +11,9 @@
 #define ZERORT_ZERORT_H
 
 #include "zerort/comm.h"
-#include "zerort/engine.h"
 #include "zerort/context.h"
 #include "zerort/defs.h"
+#include "zerort/engine.h"
 #include "zerort/status.h"
 #include "zerort/version.h"
 
