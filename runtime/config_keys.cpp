@@ -24,6 +24,9 @@ std::vector<ConfigKey> library_keys() {
                  "one node (to test multi-node code paths on one machine)"),
       config_choice("comm.backend", "auto", {"auto", "mpi"},
                     "communication backend of new communicators; auto lets the registry choose"),
+      config_key("comm.deterministic", ConfigType::Bool, "false",
+                 "reductions add the ranks' contributions in rank order and round once, so "
+                 "results are bitwise identical across runs, backends and ZeRO stages"),
       config_key("comm.check_args", ConfigType::Bool, "true",
                  "agree on each collective's kind, count, dtype, op and root across ranks before "
                  "running it, so a mismatch is an error on every rank instead of a hang"),

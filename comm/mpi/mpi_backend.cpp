@@ -6,6 +6,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/dtype.hpp"
+#include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
 #include "runtime/mpi_error.hpp"
 
@@ -48,6 +49,71 @@ class MpiOp final : public BackendOp {
   }
 };
 
+// Deterministic reduce-scatter and all-reduce: an all-to-all brings every rank's
+// contribution to this rank's shard, which is summed in rank order (ordered_sum); the
+// all-reduce then all-gathers the shards. Twice the traffic of a reduce-scatter for the
+// all-reduce's first half is not needed: the all-to-all moves (n-1)/n of the buffer, as a
+// ring reduce-scatter does.
+class OrderedReduceOp final : public BackendOp {
+ public:
+  OrderedReduceOp(const CollArgs &a, MPI_Comm comm, int n, int rank, MPI_Datatype type)
+      : args_(a), comm_(comm), n_(n), type_(type), esize_(dtype_size(a.dtype)) {
+    own_ = shard_range(a.count, n, rank);
+    counts_.resize(static_cast<size_t>(n));
+    displs_.resize(static_cast<size_t>(n));
+    recv_counts_.assign(static_cast<size_t>(n), static_cast<int>(own_.length));
+    recv_displs_.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      Shard s = shard_range(a.count, n, r);
+      counts_[static_cast<size_t>(r)] = static_cast<int>(s.length);
+      displs_[static_cast<size_t>(r)] = static_cast<int>(std::min(s.offset, a.count));
+      recv_displs_[static_cast<size_t>(r)] = r * static_cast<int>(own_.length);
+    }
+    chunks_.resize(own_.length * static_cast<size_t>(n) * esize_);
+    if (a.kind == CollKind::ReduceScatter && own_.shard > own_.length)
+      std::memset(static_cast<char *>(a.recv) + own_.length * esize_, 0,
+                  (own_.shard - own_.length) * esize_);
+    check_mpi(MPI_Ialltoallv(a.send, counts_.data(), displs_.data(), type_, chunks_.data(),
+                             recv_counts_.data(), recv_displs_.data(), type_, comm_, &request_),
+              "MPI_Ialltoallv");
+  }
+
+  ~OrderedReduceOp() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  bool step() override {
+    int done = 0;
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done) return false;
+    if (gathering_) return true;
+    if (args_.kind == CollKind::ReduceScatter) {
+      ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op, args_.recv);
+      return true;
+    }
+    // All-reduce: sum this rank's shard into the first chunk, then gather every shard.
+    ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op,
+                chunks_.data());
+    check_mpi(MPI_Iallgatherv(chunks_.data(), static_cast<int>(own_.length), type_, args_.recv,
+                              counts_.data(), displs_.data(), type_, comm_, &request_),
+              "MPI_Iallgatherv");
+    gathering_ = true;
+    return false;
+  }
+
+ private:
+  CollArgs args_;
+  MPI_Comm comm_;
+  int n_;
+  MPI_Datatype type_;
+  size_t esize_;
+  Shard own_;
+  std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
+  std::vector<char> chunks_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool gathering_ = false;
+};
+
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(Communicator &comm) : comm_(comm) {
@@ -65,9 +131,12 @@ class MpiBackend final : public Backend {
   const char *name() const override { return "mpi"; }
 
   std::unique_ptr<BackendOp> start(const CollArgs &a) override {
-    auto op = std::make_unique<MpiOp>();
     MPI_Comm comm = comm_.mpi_comm();
     const int n = comm_.size(), rank = comm_.rank();
+    if (comm_.deterministic() &&
+        (a.kind == CollKind::ReduceScatter || a.kind == CollKind::AllReduce))
+      return std::make_unique<OrderedReduceOp>(a, comm, n, rank, mpi_type(a.dtype));
+    auto op = std::make_unique<MpiOp>();
     const size_t esize = dtype_size(a.dtype);
     MPI_Datatype type = mpi_type(a.dtype);
     MPI_Op sum = mpi_sum(a.dtype);
