@@ -20,14 +20,18 @@ void sum_blocks(const T *chunks, size_t stride, int n, size_t length, zrt_op_t o
   for (size_t base = 0; base < length; base += kBlock) {
     const size_t m = std::min(kBlock, length - base);
     const T *c0 = chunks + base;
-    for (size_t i = 0; i < m; ++i) acc[i] = load(c0[i]);
+    for (size_t i = 0; i < m; ++i)
+      acc[i] = load(c0[i]);
     for (int r = 1; r < n; ++r) {
       const T *c = chunks + static_cast<size_t>(r) * stride + base;
-      for (size_t i = 0; i < m; ++i) acc[i] += load(c[i]);
+      for (size_t i = 0; i < m; ++i)
+        acc[i] += load(c[i]);
     }
     if (op == ZRT_OP_AVG)
-      for (size_t i = 0; i < m; ++i) acc[i] /= divisor;
-    for (size_t i = 0; i < m; ++i) out[base + i] = store(acc[i]);
+      for (size_t i = 0; i < m; ++i)
+        acc[i] /= divisor;
+    for (size_t i = 0; i < m; ++i)
+      out[base + i] = store(acc[i]);
   }
 }
 
@@ -54,7 +58,8 @@ void ordered_sum(const void *chunks, size_t stride, int n, size_t length, zrt_dt
       sum_blocks<uint16_t, float>(static_cast<const uint16_t *>(chunks), stride, n, length, op,
                                   static_cast<uint16_t *>(out), fp16_to_float, float_to_fp16);
       return;
-    default: break;
+    default:
+      break;
   }
   dtype_size(dtype);  // throws the standard message
 }

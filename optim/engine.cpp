@@ -22,22 +22,26 @@ void accumulate(void *dst, const void *src, size_t count, zrt_dtype_t dtype) {
     case ZRT_DTYPE_FP32: {
       auto *d = static_cast<float *>(dst);
       const auto *s = static_cast<const float *>(src);
-      for (size_t i = 0; i < count; ++i) d[i] += s[i];
+      for (size_t i = 0; i < count; ++i)
+        d[i] += s[i];
       return;
     }
     case ZRT_DTYPE_BF16: {
       auto *d = static_cast<uint16_t *>(dst);
       const auto *s = static_cast<const uint16_t *>(src);
-      for (size_t i = 0; i < count; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) + bf16_to_float(s[i]));
+      for (size_t i = 0; i < count; ++i)
+        d[i] = float_to_bf16(bf16_to_float(d[i]) + bf16_to_float(s[i]));
       return;
     }
     case ZRT_DTYPE_FP16: {
       auto *d = static_cast<uint16_t *>(dst);
       const auto *s = static_cast<const uint16_t *>(src);
-      for (size_t i = 0; i < count; ++i) d[i] = float_to_fp16(fp16_to_float(d[i]) + fp16_to_float(s[i]));
+      for (size_t i = 0; i < count; ++i)
+        d[i] = float_to_fp16(fp16_to_float(d[i]) + fp16_to_float(s[i]));
       return;
     }
-    default: break;
+    default:
+      break;
   }
   fail(ZRT_ERR_INTERNAL, "accumulate: dtype {}", dtype_name(dtype));
 }
@@ -50,32 +54,51 @@ void convert_values(const void *in, zrt_dtype_t from, void *out, zrt_dtype_t to,
   }
   auto load = [&](size_t i) -> double {
     switch (from) {
-      case ZRT_DTYPE_FP32: return static_cast<const float *>(in)[i];
-      case ZRT_DTYPE_FP64: return static_cast<const double *>(in)[i];
-      case ZRT_DTYPE_BF16: return bf16_to_float(static_cast<const uint16_t *>(in)[i]);
-      case ZRT_DTYPE_FP16: return fp16_to_float(static_cast<const uint16_t *>(in)[i]);
-      default: return 0;
+      case ZRT_DTYPE_FP32:
+        return static_cast<const float *>(in)[i];
+      case ZRT_DTYPE_FP64:
+        return static_cast<const double *>(in)[i];
+      case ZRT_DTYPE_BF16:
+        return bf16_to_float(static_cast<const uint16_t *>(in)[i]);
+      case ZRT_DTYPE_FP16:
+        return fp16_to_float(static_cast<const uint16_t *>(in)[i]);
+      default:
+        return 0;
     }
   };
   for (size_t i = 0; i < count; ++i) {
     double v = load(i);
     switch (to) {
-      case ZRT_DTYPE_FP32: static_cast<float *>(out)[i] = static_cast<float>(v); break;
-      case ZRT_DTYPE_FP64: static_cast<double *>(out)[i] = v; break;
-      case ZRT_DTYPE_BF16: static_cast<uint16_t *>(out)[i] = float_to_bf16(static_cast<float>(v)); break;
-      case ZRT_DTYPE_FP16: static_cast<uint16_t *>(out)[i] = float_to_fp16(static_cast<float>(v)); break;
-      default: break;
+      case ZRT_DTYPE_FP32:
+        static_cast<float *>(out)[i] = static_cast<float>(v);
+        break;
+      case ZRT_DTYPE_FP64:
+        static_cast<double *>(out)[i] = v;
+        break;
+      case ZRT_DTYPE_BF16:
+        static_cast<uint16_t *>(out)[i] = float_to_bf16(static_cast<float>(v));
+        break;
+      case ZRT_DTYPE_FP16:
+        static_cast<uint16_t *>(out)[i] = float_to_fp16(static_cast<float>(v));
+        break;
+      default:
+        break;
     }
   }
 }
 
 const char *optimizer_name(zrt_optimizer_t o) {
   switch (o) {
-    case ZRT_OPTIMIZER_ADAMW: return "adamw";
-    case ZRT_OPTIMIZER_ADAM: return "adam";
-    case ZRT_OPTIMIZER_SGD: return "sgd";
-    case ZRT_OPTIMIZER_LAMB: return "lamb";
-    default: break;
+    case ZRT_OPTIMIZER_ADAMW:
+      return "adamw";
+    case ZRT_OPTIMIZER_ADAM:
+      return "adam";
+    case ZRT_OPTIMIZER_SGD:
+      return "sgd";
+    case ZRT_OPTIMIZER_LAMB:
+      return "lamb";
+    default:
+      break;
   }
   fail(ZRT_ERR_INVALID_ARGUMENT,
        "params->optimizer is {}: accepted values are ZRT_OPTIMIZER_ADAMW, ZRT_OPTIMIZER_ADAM, "
@@ -83,7 +106,9 @@ const char *optimizer_name(zrt_optimizer_t o) {
        static_cast<int>(o));
 }
 
-std::string real(double v) { return fmt::format("{:.17g}", v); }
+std::string real(double v) {
+  return fmt::format("{:.17g}", v);
+}
 
 }  // namespace
 
@@ -97,7 +122,8 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
 
   if (has(ZRT_ENGINE_PARAM_FIELD_STAGE)) {
     if (p->stage < 0 || p->stage > 3)
-      fail(ZRT_ERR_INVALID_ARGUMENT, "params->stage is {}: accepted values are 0, 1, 2, 3", p->stage);
+      fail(ZRT_ERR_INVALID_ARGUMENT, "params->stage is {}: accepted values are 0, 1, 2, 3",
+           p->stage);
     set["zero_optimization.stage"] = std::to_string(p->stage);
   }
   if (has(ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE)) {
@@ -115,23 +141,30 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   if (has(ZRT_ENGINE_PARAM_FIELD_BETAS))
     set["optimizer.params.betas"] = real(p->beta1) + "," + real(p->beta2);
   if (has(ZRT_ENGINE_PARAM_FIELD_EPS)) set["optimizer.params.eps"] = real(p->eps);
-  if (has(ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY)) set["optimizer.params.weight_decay"] = real(p->weight_decay);
+  if (has(ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY))
+    set["optimizer.params.weight_decay"] = real(p->weight_decay);
   if (has(ZRT_ENGINE_PARAM_FIELD_MOMENTUM)) set["optimizer.params.momentum"] = real(p->momentum);
-  if (has(ZRT_ENGINE_PARAM_FIELD_NESTEROV)) set["optimizer.params.nesterov"] = p->nesterov ? "true" : "false";
-  if (has(ZRT_ENGINE_PARAM_FIELD_OVERLAP)) set["zero_optimization.overlap_comm"] = p->overlap ? "true" : "false";
+  if (has(ZRT_ENGINE_PARAM_FIELD_NESTEROV))
+    set["optimizer.params.nesterov"] = p->nesterov ? "true" : "false";
+  if (has(ZRT_ENGINE_PARAM_FIELD_OVERLAP))
+    set["zero_optimization.overlap_comm"] = p->overlap ? "true" : "false";
   if (has(ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER))
     set["zero_optimization.offload_optimizer.device"] = p->offload_optimizer ? "cpu" : "none";
-  if (has(ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING)) set["gradient_clipping"] = real(p->gradient_clipping);
+  if (has(ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING))
+    set["gradient_clipping"] = real(p->gradient_clipping);
   if (has(ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS))
     set["gradient_accumulation_steps"] = std::to_string(p->gradient_accumulation_steps);
-  if (has(ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC)) set["zero.deterministic"] = p->deterministic ? "true" : "false";
+  if (has(ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC))
+    set["zero.deterministic"] = p->deterministic ? "true" : "false";
   if (has(ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE)) set["fp16.loss_scale"] = real(p->loss_scale);
   if (has(ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER))
     set["fp16.initial_scale_power"] = std::to_string(p->initial_scale_power);
   if (has(ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW))
     set["fp16.loss_scale_window"] = std::to_string(p->loss_scale_window);
-  if (has(ZRT_ENGINE_PARAM_FIELD_HYSTERESIS)) set["fp16.hysteresis"] = std::to_string(p->hysteresis);
-  if (has(ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE)) set["fp16.min_loss_scale"] = real(p->min_loss_scale);
+  if (has(ZRT_ENGINE_PARAM_FIELD_HYSTERESIS))
+    set["fp16.hysteresis"] = std::to_string(p->hysteresis);
+  if (has(ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE))
+    set["fp16.min_loss_scale"] = real(p->min_loss_scale);
   // Bucket sizes are bytes in the params struct and elements in the file (DeepSpeed's unit);
   // they are converted once the compute dtype is known.
 
@@ -143,8 +176,10 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   s.dtype = fp16 ? ZRT_DTYPE_FP16 : bf16 ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
   const size_t es = dtype_size(s.dtype);
   s.stage = static_cast<int>(c.get_int("zero_optimization.stage"));
-  s.reduce_bucket_bytes = static_cast<size_t>(c.get_int("zero_optimization.reduce_bucket_size")) * es;
-  s.allgather_bucket_bytes = static_cast<size_t>(c.get_int("zero_optimization.allgather_bucket_size")) * es;
+  s.reduce_bucket_bytes =
+      static_cast<size_t>(c.get_int("zero_optimization.reduce_bucket_size")) * es;
+  s.allgather_bucket_bytes =
+      static_cast<size_t>(c.get_int("zero_optimization.allgather_bucket_size")) * es;
   if (has(ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES)) {
     if (p->reduce_bucket_bytes < es)
       fail(ZRT_ERR_INVALID_ARGUMENT, "params->reduce_bucket_bytes is {}: it must hold one element",
@@ -155,7 +190,8 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   if (has(ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES)) {
     if (p->allgather_bucket_bytes < es)
       fail(ZRT_ERR_INVALID_ARGUMENT,
-           "params->allgather_bucket_bytes is {}: it must hold one element", p->allgather_bucket_bytes);
+           "params->allgather_bucket_bytes is {}: it must hold one element",
+           p->allgather_bucket_bytes);
     if (c.source("zero_optimization.allgather_bucket_size") != ConfigSource::Environment)
       s.allgather_bucket_bytes = p->allgather_bucket_bytes;
   }
@@ -190,15 +226,18 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
 
   // Values whose range the schema cannot express.
   auto check = [](bool ok, const char *key, double value, const char *accepted) {
-    if (!ok) fail(ZRT_ERR_CONFIG, "bad value {} for {}: accepted values are {}", value, key, accepted);
+    if (!ok)
+      fail(ZRT_ERR_CONFIG, "bad value {} for {}: accepted values are {}", value, key, accepted);
   };
   check(s.lr >= 0, "optimizer.params.lr", s.lr, "lr >= 0");
   check(s.beta1 >= 0 && s.beta1 < 1, "optimizer.params.betas[0]", s.beta1, "0 <= beta1 < 1");
   check(s.beta2 >= 0 && s.beta2 < 1, "optimizer.params.betas[1]", s.beta2, "0 <= beta2 < 1");
   check(s.eps > 0, "optimizer.params.eps", s.eps, "eps > 0");
   check(s.weight_decay >= 0, "optimizer.params.weight_decay", s.weight_decay, "weight_decay >= 0");
-  check(s.momentum >= 0 && s.momentum < 1, "optimizer.params.momentum", s.momentum, "0 <= momentum < 1");
-  check(s.gradient_clipping >= 0, "gradient_clipping", s.gradient_clipping, "0 (off) or a positive norm");
+  check(s.momentum >= 0 && s.momentum < 1, "optimizer.params.momentum", s.momentum,
+        "0 <= momentum < 1");
+  check(s.gradient_clipping >= 0, "gradient_clipping", s.gradient_clipping,
+        "0 (off) or a positive norm");
   check(loss_scale >= 0, "fp16.loss_scale", loss_scale, "0 (dynamic) or a positive scale");
   check(s.scaler.min_scale > 0, "fp16.min_loss_scale", s.scaler.min_scale, "a positive scale");
   if (s.offload_optimizer && s.stage == 0)
@@ -242,7 +281,9 @@ Engine::~Engine() {
   if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
 }
 
-size_t Engine::esize() const { return dtype_size(settings_.dtype); }
+size_t Engine::esize() const {
+  return dtype_size(settings_.dtype);
+}
 
 const ParamInfo &Engine::param(int index) const {
   require_index(index);
@@ -267,13 +308,15 @@ int Engine::register_param(const char *name, zrt_dtype_t dtype, int ndim, const 
          "zrt_engine_commit",
          name);
   if (*name == '\0') fail(ZRT_ERR_INVALID_ARGUMENT, "name is empty");
-  if (names_.count(name)) fail(ZRT_ERR_INVALID_ARGUMENT, "a parameter named '{}' is already registered", name);
+  if (names_.count(name))
+    fail(ZRT_ERR_INVALID_ARGUMENT, "a parameter named '{}' is already registered", name);
   dtype_size(dtype);  // a valid dtype at all
   if (dtype != settings_.dtype)
     fail(ZRT_ERR_NOT_SUPPORTED, "parameter '{}' has dtype {} but the engine computes in {}", name,
          dtype_name(dtype), dtype_name(settings_.dtype));
   if (ndim < 1 || ndim > 8)
-    fail(ZRT_ERR_INVALID_ARGUMENT, "parameter '{}': ndim is {}: accepted values are 1 .. 8", name, ndim);
+    fail(ZRT_ERR_INVALID_ARGUMENT, "parameter '{}': ndim is {}: accepted values are 1 .. 8", name,
+         ndim);
   require_nonnull(shape, "shape");
   ParamInfo info;
   info.name = name;
@@ -311,7 +354,8 @@ void Engine::commit() {
   check_mpi(MPI_Bcast(&rank0_count, 1, MPI_UINT64_T, 0, control_), "MPI_Bcast");
   std::vector<uint64_t> rank0(rank0_count);
   if (rank_ == 0) rank0 = hashes;
-  check_mpi(MPI_Bcast(rank0.data(), static_cast<int>(rank0_count), MPI_UINT64_T, 0, control_), "MPI_Bcast");
+  check_mpi(MPI_Bcast(rank0.data(), static_cast<int>(rank0_count), MPI_UINT64_T, 0, control_),
+            "MPI_Bcast");
   run_agreed(control_, [&] {
     if (count == 0) fail(ZRT_ERR_INVALID_STATE, "no parameter is registered");
     for (size_t i = 0; i < std::min(count, rank0_count); ++i)
@@ -321,7 +365,8 @@ void Engine::commit() {
              "the same names and shapes in the same order",
              i, params_info_[i].name, i);
     if (count != rank0_count)
-      fail(ZRT_ERR_MISMATCH, "{} parameters are registered here but {} on rank 0", count, rank0_count);
+      fail(ZRT_ERR_MISMATCH, "{} parameters are registered here but {} on rank 0", count,
+           rank0_count);
   });
 
   const size_t es = esize();
@@ -367,8 +412,8 @@ void Engine::commit() {
     }
   }
   committed_ = true;
-  log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets", param_count(),
-             layout_.unpadded(), total, buckets.size());
+  log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
+             param_count(), layout_.unpadded(), total, buckets.size());
 }
 
 RequestPtr Engine::post(CollArgs args) {
@@ -433,7 +478,7 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
   }
   // Gather the fp32 master slices of the parameter's bucket.
   std::vector<float> whole(b.length);
-  const char *mine = mixed()                 ? master_.bytes() + b.shard_offset * 4
+  const char *mine = mixed()                ? master_.bytes() + b.shard_offset * 4
                      : settings_.stage == 3 ? params_.bytes() + b.shard_offset * 4
                                             : params_.bytes() + layout_.slice_begin(b, rank_) * 4;
   CollArgs a;
@@ -515,7 +560,8 @@ void Engine::grad_ready(int index) {
   const ParamInfo &p = param(index);
   char &ready = ready_[static_cast<size_t>(index)];
   if (ready)
-    fail(ZRT_ERR_INVALID_STATE, "zrt_grad_ready was called twice for '{}' in one micro-step", p.name);
+    fail(ZRT_ERR_INVALID_STATE, "zrt_grad_ready was called twice for '{}' in one micro-step",
+         p.name);
   ready = 1;
   ++bucket_ready_[static_cast<size_t>(p.bucket)];
   // Stages 0 and 1 accumulate in the full buffer and reduce once, on the last micro-step.
@@ -575,8 +621,8 @@ void Engine::complete_oldest() {
                 scratch_[static_cast<size_t>(p.scratch)].bytes(), b.slice * es);
   } else if (settings_.stage >= 2) {
     if (p.scratch >= 0)
-      accumulate(grads_.bytes() + b.shard_offset * es, scratch_[static_cast<size_t>(p.scratch)].bytes(),
-                 b.slice, settings_.dtype);
+      accumulate(grads_.bytes() + b.shard_offset * es,
+                 scratch_[static_cast<size_t>(p.scratch)].bytes(), b.slice, settings_.dtype);
     int &slot = bucket_buffer_of_[static_cast<size_t>(p.bucket)];
     free_buffers_.push_back(slot);
     slot = -1;
@@ -585,21 +631,51 @@ void Engine::complete_oldest() {
 }
 
 void Engine::drain() {
-  while (!in_flight_.empty()) complete_oldest();
+  while (!in_flight_.empty())
+    complete_oldest();
 }
 
 // --- the step ----------------------------------------------------------------------------
 
 void Engine::validate_ready() {
-  // Agreed: a rank that is not ready must not leave the others waiting in the reductions.
-  run_agreed(control_, [&] {
-    require_committed("zrt_engine_step");
-    for (int i = 0; i < param_count(); ++i)
-      if (!ready_[static_cast<size_t>(i)])
-        fail(ZRT_ERR_INVALID_STATE,
-             "the gradient of '{}' was not made ready (zrt_grad_ready) before zrt_engine_step",
-             params_info_[static_cast<size_t>(i)].name);
-  });
+  // Post what is ready first: another rank may be waiting for those reductions, and the
+  // agreement below blocks.
+  const bool reduce_now = settings_.stage >= 2 || last_micro_step();
+  if (committed_ && reduce_now) try_post();
+  try {
+    // Agreed: a rank that is not ready must not leave the others waiting in the reductions.
+    // Our posted reductions keep progressing meanwhile: other ranks may be waiting on them.
+    run_agreed(
+        control_,
+        [&] {
+          require_committed("zrt_engine_step");
+          for (int i = 0; i < param_count(); ++i)
+            if (!ready_[static_cast<size_t>(i)])
+              fail(ZRT_ERR_INVALID_STATE,
+                   "the gradient of '{}' was not made ready (zrt_grad_ready) before "
+                   "zrt_engine_step",
+                   params_info_[static_cast<size_t>(i)].name);
+        },
+        [this] { comm_->progress(); });
+  } catch (const Error &) {
+    // Keep the ranks in step and the engine usable: reduce what is left as it stands, drop
+    // this micro-step's gradients, and report the error everywhere.
+    if (committed_) {
+      if (reduce_now) {
+        for (int i = 0; i < param_count(); ++i)
+          if (!ready_[static_cast<size_t>(i)]) {
+            ready_[static_cast<size_t>(i)] = 1;
+            ++bucket_ready_[static_cast<size_t>(params_info_[static_cast<size_t>(i)].bucket)];
+          }
+        try_post();
+        drain();
+      }
+      grads_.zero();
+      micro_ = 0;
+      reset_micro_step();
+    }
+    throw;
+  }
 }
 
 void Engine::reset_micro_step() {
@@ -665,18 +741,22 @@ double Engine::grad_norm_squared() {
       }
     });
     double sum = 0;
-    for (double s : block_sums) sum += s;
+    for (double s : block_sums)
+      sum += s;
     partial[static_cast<size_t>(o.bucket) * n + static_cast<size_t>(o.owner)] = sum;
   }
   if (settings_.stage > 0) {
     std::vector<double> mine(nb);
-    for (size_t b = 0; b < nb; ++b) mine[b] = partial[b * n + static_cast<size_t>(rank_)];
+    for (size_t b = 0; b < nb; ++b)
+      mine[b] = partial[b * n + static_cast<size_t>(rank_)];
     std::vector<double> all = gather_partials(mine, nb);
     for (size_t r = 0; r < n; ++r)
-      for (size_t b = 0; b < nb; ++b) partial[b * n + r] = all[r * nb + b];
+      for (size_t b = 0; b < nb; ++b)
+        partial[b * n + r] = all[r * nb + b];
   }
   double total = 0;
-  for (double p : partial) total += p;
+  for (double p : partial)
+    total += p;
   return total;
 }
 
@@ -714,7 +794,8 @@ void Engine::run_optimizer(float grad_scale) {
   s.inv_bc1 = static_cast<float>(1 / bc1);
   s.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
   s.grad_scale = grad_scale;
-  if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr_ * settings_.weight_decay);
+  if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW)
+    s.decay = static_cast<float>(-lr_ * settings_.weight_decay);
   if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(settings_.weight_decay);
   if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
     s.weight_decay = static_cast<float>(settings_.weight_decay);
@@ -749,7 +830,8 @@ void Engine::run_lamb(const AdamStep &s) {
     const BucketInfo &b = layout_.buckets()[static_cast<size_t>(o.bucket)];
     for (int p = b.first_param; p <= b.last_param; ++p) {
       const ParamInfo &info = params_info_[static_cast<size_t>(p)];
-      size_t from = std::max(info.offset, o.flat), to = std::min(info.offset + info.numel, o.flat + o.count);
+      size_t from = std::max(info.offset, o.flat),
+             to = std::min(info.offset + info.numel, o.flat + o.count);
       if (from >= to) continue;
       size_t skip = from - o.flat;
       OptimRange sub = r;
@@ -770,13 +852,15 @@ void Engine::run_lamb(const AdamStep &s) {
       kernels_->lamb_moments(s, pieces[i].range, &piece_sums[i].first, &piece_sums[i].second);
   });
   for (size_t i = 0; i < pieces.size(); ++i) {
-    size_t at = (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
+    size_t at =
+        (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
     sums[at] = piece_sums[i].first;
     sums[at + 1] = piece_sums[i].second;
   }
   if (settings_.stage > 0) {
-    std::vector<double> mine(sums.begin() + static_cast<long>(static_cast<size_t>(rank_) * np * 2),
-                             sums.begin() + static_cast<long>((static_cast<size_t>(rank_) + 1) * np * 2));
+    std::vector<double> mine(
+        sums.begin() + static_cast<long>(static_cast<size_t>(rank_) * np * 2),
+        sums.begin() + static_cast<long>((static_cast<size_t>(rank_) + 1) * np * 2));
     sums = gather_partials(mine, 2 * np);
   }
   std::vector<float> lr_trust(np);
@@ -815,7 +899,8 @@ void Engine::gather_updated_params() {
     window.emplace_back(post(a), b.length * es);
     bytes_in_flight += b.length * es;
   }
-  for (auto &w : window) w.first->wait();
+  for (auto &w : window)
+    w.first->wait();
 }
 
 zrt_step_report_t Engine::step() {
@@ -829,7 +914,6 @@ zrt_step_report_t Engine::step() {
     report.loss_scale = scaler_.scale();
     return report;
   }
-  try_post();
   drain();
   finish_prefetch();
   if (settings_.stage == 3) drop_gathered();
@@ -896,7 +980,8 @@ void Engine::finish_prefetch() {
 }
 
 void Engine::drop_gathered() {
-  for (auto &g : gathered_) g = HostBuffer();
+  for (auto &g : gathered_)
+    g = HostBuffer();
   std::fill(gathered_refs_.begin(), gathered_refs_.end(), 0);
   std::fill(param_gathered_.begin(), param_gathered_.end(), 0);
   last_gathered_bucket_ = -1;
@@ -934,7 +1019,8 @@ void Engine::release(int index) {
     fail(ZRT_ERR_INVALID_STATE, "parameter '{}' is not gathered: nothing to release", p.name);
   flag = 0;
   int &refs = gathered_refs_[static_cast<size_t>(p.bucket)];
-  if (--refs == 0 && prefetch_bucket_ != p.bucket) gathered_[static_cast<size_t>(p.bucket)] = HostBuffer();
+  if (--refs == 0 && prefetch_bucket_ != p.bucket)
+    gathered_[static_cast<size_t>(p.bucket)] = HostBuffer();
 }
 
 // --- memory ------------------------------------------------------------------------------
@@ -948,9 +1034,12 @@ zrt_memory_report_t Engine::memory() const {
   r.master_weights = static_cast<int64_t>(master_.size());
   r.optimizer_state = static_cast<int64_t>(m_.size() + v_.size());
   int64_t buckets = 0;
-  for (const auto &b : bucket_buffers_) buckets += static_cast<int64_t>(b.size());
-  for (const auto &s : scratch_) buckets += static_cast<int64_t>(s.size());
-  for (const auto &g : gathered_) buckets += static_cast<int64_t>(g.size());
+  for (const auto &b : bucket_buffers_)
+    buckets += static_cast<int64_t>(b.size());
+  for (const auto &s : scratch_)
+    buckets += static_cast<int64_t>(s.size());
+  for (const auto &g : gathered_)
+    buckets += static_cast<int64_t>(g.size());
   r.buckets = buckets;
   r.total = r.parameters + r.gradients + r.master_weights + r.optimizer_state + r.buckets;
   return r;

@@ -79,7 +79,7 @@ class Engine {
   const ParamInfo &param(int index) const;
 
   int register_param(const char *name, zrt_dtype_t dtype, int ndim, const int64_t *shape);
-  void commit();                                               // collective
+  void commit();  // collective
   void set_param(int index, const void *values, zrt_dtype_t dtype);
   void get_param(int index, void *values, zrt_dtype_t dtype);  // collective
   void *param_data(int index);
@@ -97,9 +97,9 @@ class Engine {
  private:
   struct OwnedRange {
     int bucket;
-    int owner;        // whose slice
-    size_t flat;      // first element, flat coordinates
-    size_t state;     // first element in master_/m_/v_
+    int owner;     // whose slice
+    size_t flat;   // first element, flat coordinates
+    size_t state;  // first element in master_/m_/v_
     size_t count;
   };
   struct Pending {
@@ -162,19 +162,19 @@ class Engine {
   std::vector<HostBuffer> scratch_;    // slice-sized landing buffers
   std::vector<int> free_scratch_;
 
-  std::vector<char> ready_;            // per parameter, this micro-step
-  std::vector<int> bucket_ready_;      // ready parameters per bucket
-  int next_post_ = 0;                  // the next bucket to reduce, in bucket order
+  std::vector<char> ready_;        // per parameter, this micro-step
+  std::vector<int> bucket_ready_;  // ready parameters per bucket
+  int next_post_ = 0;              // the next bucket to reduce, in bucket order
   std::deque<Pending> in_flight_;
   int micro_ = 0;
   int64_t step_ = 0;
   double lr_ = 0;
 
   // Stage 3: gathered buckets.
-  std::vector<HostBuffer> gathered_;         // per bucket, empty when not resident
-  std::vector<int> gathered_refs_;           // gathered parameters per bucket
+  std::vector<HostBuffer> gathered_;  // per bucket, empty when not resident
+  std::vector<int> gathered_refs_;    // gathered parameters per bucket
   std::vector<char> param_gathered_;
-  RequestPtr prefetch_;                      // all-gather in flight
+  RequestPtr prefetch_;  // all-gather in flight
   int prefetch_bucket_ = -1;
   int last_gathered_bucket_ = -1;
 };

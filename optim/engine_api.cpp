@@ -8,13 +8,14 @@ using namespace zrt;
 
 namespace {
 
-Engine &engine_from(zrt_engine_h h) { return engine_table().get(handle_value(h), "engine"); }
+Engine &engine_from(zrt_engine_h h) {
+  return engine_table().get(handle_value(h), "engine");
+}
 
 // The engine's index of a parameter handle, checked to belong to this engine.
 int param_index(Engine &engine, zrt_param_h h) {
   const ParamRef &ref = param_table().get(handle_value(h), "param");
-  if (ref.engine != &engine)
-    fail(ZRT_ERR_INVALID_HANDLE, "param belongs to another engine");
+  if (ref.engine != &engine) fail(ZRT_ERR_INVALID_HANDLE, "param belongs to another engine");
   return ref.index;
 }
 

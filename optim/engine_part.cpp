@@ -22,7 +22,8 @@ HandleTable<ParamRef> &param_table() {
 
 void destroy_engine(uintptr_t handle) {
   Engine &e = engine_table().get(handle, "engine");
-  for (uintptr_t p : e.param_handles) param_table().remove(p, "parameter");
+  for (uintptr_t p : e.param_handles)
+    param_table().remove(p, "parameter");
   e.param_handles.clear();
   e.context().part<EnginePart>().forget(handle);
   engine_table().remove(handle, "engine");
@@ -31,7 +32,8 @@ void destroy_engine(uintptr_t handle) {
 EnginePart::~EnginePart() {
   (void)registered;
   std::set<uintptr_t> left = engines_;
-  for (uintptr_t e : left) destroy_engine(e);
+  for (uintptr_t e : left)
+    destroy_engine(e);
 }
 
 void EnginePart::describe(nlohmann::json &out) const {

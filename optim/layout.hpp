@@ -23,12 +23,12 @@ struct ParamInfo {
 };
 
 struct BucketInfo {
-  int index = 0;          // position in reduction order: bucket 0 is reduced first
-  size_t offset = 0;      // first element in the flat buffer
-  size_t length = 0;      // padded elements, a multiple of n * kAlign
-  size_t slice = 0;       // length / n
+  int index = 0;            // position in reduction order: bucket 0 is reduced first
+  size_t offset = 0;        // first element in the flat buffer
+  size_t length = 0;        // padded elements, a multiple of n * kAlign
+  size_t slice = 0;         // length / n
   size_t shard_offset = 0;  // where this bucket's slice starts in a rank's shard
-  int first_param = 0;    // parameters [first_param, last_param] in registration order
+  int first_param = 0;      // parameters [first_param, last_param] in registration order
   int last_param = 0;
 };
 
@@ -46,8 +46,8 @@ class Layout {
   const std::vector<ParamInfo> &params() const { return params_; }
   const std::vector<BucketInfo> &buckets() const { return buckets_; }
   int nranks() const { return nranks_; }
-  size_t total() const { return total_; }          // padded elements of the flat buffer
-  size_t unpadded() const { return unpadded_; }    // sum of numel
+  size_t total() const { return total_; }        // padded elements of the flat buffer
+  size_t unpadded() const { return unpadded_; }  // sum of numel
   size_t shard() const { return total_ / static_cast<size_t>(nranks_); }  // per rank
   size_t max_bucket() const { return max_bucket_; }
 

@@ -87,9 +87,10 @@ std::string accepted(const ConfigKey &key) {
       return "any string is accepted";
     case ConfigType::DoubleList:
       if (key.min == key.max)
-        return fmt::format("accepted values are {} real numbers, as a JSON array or separated by "
-                           "commas",
-                           key.min);
+        return fmt::format(
+            "accepted values are {} real numbers, as a JSON array or separated by "
+            "commas",
+            key.min);
       return "accepted values are real numbers, as a JSON array or separated by commas";
     case ConfigType::Ignored:
       return "the key is ignored";

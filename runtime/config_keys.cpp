@@ -14,37 +14,61 @@ ConfigKey with_env(ConfigKey k, std::string env) {
 
 ConfigKey config_real(std::string name, std::string default_value, std::string env,
                       std::string doc) {
-  return with_env(config_key(std::move(name), ConfigType::Double, std::move(default_value),
-                             std::move(doc)),
-                  std::move(env));
+  return with_env(
+      config_key(std::move(name), ConfigType::Double, std::move(default_value), std::move(doc)),
+      std::move(env));
 }
 
 // DeepSpeed keys that a ds_config.json commonly holds and zerort does not use: accepted
 // with a warning so that such a file works as it is. Anything else unknown is an error.
 std::vector<ConfigKey> deepspeed_ignored_keys() {
   std::vector<ConfigKey> keys;
-  for (const char *name :
-       {"train_batch_size", "train_micro_batch_size_per_gpu", "steps_per_print",
-        "wall_clock_breakdown", "dump_state", "prescale_gradients", "gradient_predivide_factor",
-        "sparse_gradients", "scheduler", "activation_checkpointing", "flops_profiler",
-        "tensorboard", "wandb", "csv_monitor", "comms_logger", "communication_data_type",
-        "data_types", "amp", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
-        "fp16.auto_cast", "fp16.consecutive_hysteresis", "bf16.immediate_grad_update",
-        "zero_optimization.contiguous_gradients", "zero_optimization.reduce_scatter",
-        "zero_optimization.allgather_partitions", "zero_optimization.round_robin_gradients",
-        "zero_optimization.offload_param", "zero_optimization.offload_optimizer.pin_memory",
-        "zero_optimization.offload_optimizer.nvme_path",
-        "zero_optimization.offload_optimizer.buffer_count",
-        "zero_optimization.offload_optimizer.fast_init", "zero_optimization.sub_group_size",
-        "zero_optimization.stage3_max_live_parameters",
-        "zero_optimization.stage3_max_reuse_distance",
-        "zero_optimization.stage3_prefetch_bucket_size",
-        "zero_optimization.stage3_param_persistence_threshold",
-        "zero_optimization.stage3_gather_16bit_weights_on_model_save",
-        "zero_optimization.elastic_checkpoint", "zero_optimization.load_from_fp32_weights",
-        "zero_optimization.ignore_unused_parameters", "zero_optimization.cpu_offload",
-        "optimizer.params.bias_correction", "optimizer.params.amsgrad",
-        "optimizer.params.torch_adam", "optimizer.params.adam_w_mode"}) {
+  for (const char *name : {"train_batch_size",
+                           "train_micro_batch_size_per_gpu",
+                           "steps_per_print",
+                           "wall_clock_breakdown",
+                           "dump_state",
+                           "prescale_gradients",
+                           "gradient_predivide_factor",
+                           "sparse_gradients",
+                           "scheduler",
+                           "activation_checkpointing",
+                           "flops_profiler",
+                           "tensorboard",
+                           "wandb",
+                           "csv_monitor",
+                           "comms_logger",
+                           "communication_data_type",
+                           "data_types",
+                           "amp",
+                           "zero_allow_untested_optimizer",
+                           "zero_force_ds_cpu_optimizer",
+                           "fp16.auto_cast",
+                           "fp16.consecutive_hysteresis",
+                           "bf16.immediate_grad_update",
+                           "zero_optimization.contiguous_gradients",
+                           "zero_optimization.reduce_scatter",
+                           "zero_optimization.allgather_partitions",
+                           "zero_optimization.round_robin_gradients",
+                           "zero_optimization.offload_param",
+                           "zero_optimization.offload_optimizer.pin_memory",
+                           "zero_optimization.offload_optimizer.nvme_path",
+                           "zero_optimization.offload_optimizer.buffer_count",
+                           "zero_optimization.offload_optimizer.fast_init",
+                           "zero_optimization.sub_group_size",
+                           "zero_optimization.stage3_max_live_parameters",
+                           "zero_optimization.stage3_max_reuse_distance",
+                           "zero_optimization.stage3_prefetch_bucket_size",
+                           "zero_optimization.stage3_param_persistence_threshold",
+                           "zero_optimization.stage3_gather_16bit_weights_on_model_save",
+                           "zero_optimization.elastic_checkpoint",
+                           "zero_optimization.load_from_fp32_weights",
+                           "zero_optimization.ignore_unused_parameters",
+                           "zero_optimization.cpu_offload",
+                           "optimizer.params.bias_correction",
+                           "optimizer.params.amsgrad",
+                           "optimizer.params.torch_adam",
+                           "optimizer.params.adam_w_mode"}) {
     keys.push_back(config_key(name, ConfigType::Ignored, "",
                               "DeepSpeed key accepted and ignored (with a warning)"));
   }
@@ -55,23 +79,24 @@ std::vector<ConfigKey> deepspeed_ignored_keys() {
 // the knob, so that such a file mostly works as it is. A zrt_engine_params_t field the
 // program sets takes precedence over the file; the environment over both.
 std::vector<ConfigKey> engine_keys() {
-  ConfigKey stage = with_env(
-      config_int("zero_optimization.stage", 2, 0, 3,
-                 "ZeRO stage: 0 data parallel, 1 sharded optimizer state, 2 and sharded "
-                 "gradients, 3 and sharded parameters"),
-      "ZRT_ZERO_STAGE");
+  ConfigKey stage =
+      with_env(config_int("zero_optimization.stage", 2, 0, 3,
+                          "ZeRO stage: 0 data parallel, 1 sharded optimizer state, 2 and sharded "
+                          "gradients, 3 and sharded parameters"),
+               "ZRT_ZERO_STAGE");
   ConfigKey reduce = with_env(
       config_int("zero_optimization.reduce_bucket_size", 25 << 20 >> 2, 1, int64_t{1} << 40,
                  "gradient bucket size in elements (DeepSpeed's unit); 6553600 = 25 MiB of "
                  "fp32"),
       "ZRT_REDUCE_BUCKET_SIZE");
-  ConfigKey gather = with_env(
-      config_int("zero_optimization.allgather_bucket_size", 25 << 20 >> 2, 1, int64_t{1} << 40,
-                 "parameter all-gather bucket size in elements"),
-      "ZRT_ALLGATHER_BUCKET_SIZE");
-  ConfigKey betas = with_env(config_key("optimizer.params.betas", ConfigType::DoubleList,
-                                        "0.9,0.999", "Adam/LAMB moment coefficients [beta1, beta2]"),
-                             "ZRT_OPTIMIZER_BETAS");
+  ConfigKey gather =
+      with_env(config_int("zero_optimization.allgather_bucket_size", 25 << 20 >> 2, 1,
+                          int64_t{1} << 40, "parameter all-gather bucket size in elements"),
+               "ZRT_ALLGATHER_BUCKET_SIZE");
+  ConfigKey betas =
+      with_env(config_key("optimizer.params.betas", ConfigType::DoubleList, "0.9,0.999",
+                          "Adam/LAMB moment coefficients [beta1, beta2]"),
+               "ZRT_OPTIMIZER_BETAS");
   betas.min = betas.max = 2;
   return {
       stage,
@@ -81,8 +106,7 @@ std::vector<ConfigKey> engine_keys() {
                           "post each bucket's reduction as soon as it is full, overlapping "
                           "backward; off: reduce synchronously"),
                "ZRT_OVERLAP_COMM"),
-      with_env(config_choice("zero_optimization.offload_optimizer.device", "none",
-                             {"none", "cpu"},
+      with_env(config_choice("zero_optimization.offload_optimizer.device", "none", {"none", "cpu"},
                              "cpu: optimizer state in pinned host memory, updated on the CPU "
                              "(ZeRO-Offload)"),
                "ZRT_OFFLOAD_OPTIMIZER"),
@@ -164,7 +188,8 @@ std::vector<ConfigKey> library_keys() {
 std::vector<ConfigKey> all_keys() {
   std::vector<ConfigKey> keys = library_keys();
   for (auto *more : {engine_keys, deepspeed_ignored_keys})
-    for (ConfigKey &k : more()) keys.push_back(std::move(k));
+    for (ConfigKey &k : more())
+      keys.push_back(std::move(k));
   return keys;
 }
 

@@ -17,15 +17,18 @@ bool cpu_has_avx512() {
 const KernelTable &select_kernels(const char *isa) {
   if (std::strcmp(isa, "scalar") == 0) return scalar_kernels();
   if (std::strcmp(isa, "avx2") == 0) {
-    if (!cpu_has_avx2()) fail(ZRT_ERR_NOT_SUPPORTED, "kernels.isa is avx2 but this CPU lacks AVX2/FMA/F16C");
+    if (!cpu_has_avx2())
+      fail(ZRT_ERR_NOT_SUPPORTED, "kernels.isa is avx2 but this CPU lacks AVX2/FMA/F16C");
     return avx2_kernels();
   }
   if (std::strcmp(isa, "avx512") == 0) {
-    if (!cpu_has_avx512()) fail(ZRT_ERR_NOT_SUPPORTED, "kernels.isa is avx512 but this CPU lacks AVX-512F/BW");
+    if (!cpu_has_avx512())
+      fail(ZRT_ERR_NOT_SUPPORTED, "kernels.isa is avx512 but this CPU lacks AVX-512F/BW");
     return avx512_kernels();
   }
   if (std::strcmp(isa, "auto") != 0)
-    fail(ZRT_ERR_INVALID_ARGUMENT, "kernel ISA '{}': accepted values are auto, avx512, avx2, scalar", isa);
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "kernel ISA '{}': accepted values are auto, avx512, avx2, scalar", isa);
   if (cpu_has_avx512()) return avx512_kernels();
   if (cpu_has_avx2()) return avx2_kernels();
   return scalar_kernels();

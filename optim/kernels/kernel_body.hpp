@@ -81,22 +81,22 @@ void adam(const AdamStep &s, const OptimRange &r) {
           step = S::set1(s.step_size), decay = S::set1(s.decay), l2 = S::set1(s.l2),
           gs = S::set1(s.grad_scale);
   const bool use_decay = s.decay != 0, use_l2 = s.l2 != 0;
-  for_each_vector<S, G>(r, [&](float *w, float *m, float *v, const typename G::T *g, void *copy,
-                               size_t i) {
-    V wv = S::load(w);
-    V gv = S::mul(load_grad<S, G>(g), gs);
-    if (use_l2) gv = S::fma(l2, wv, gv);
-    V mv = S::fma(S::load(m), b1, S::mul(gv, omb1));
-    V vv = S::fma(S::load(v), b2, S::mul(S::mul(gv, gv), omb2));
-    V denom = S::fma(S::sqrt(vv), ibc2, eps);
-    V update = S::div(mv, denom);
-    if (use_decay) wv = S::fma(wv, decay, wv);
-    wv = S::fma(update, step, wv);
-    S::store(w, wv);
-    S::store(m, mv);
-    S::store(v, vv);
-    store_copy<S>(copy, r.copy_dtype, i, wv);
-  });
+  for_each_vector<S, G>(
+      r, [&](float *w, float *m, float *v, const typename G::T *g, void *copy, size_t i) {
+        V wv = S::load(w);
+        V gv = S::mul(load_grad<S, G>(g), gs);
+        if (use_l2) gv = S::fma(l2, wv, gv);
+        V mv = S::fma(S::load(m), b1, S::mul(gv, omb1));
+        V vv = S::fma(S::load(v), b2, S::mul(S::mul(gv, gv), omb2));
+        V denom = S::fma(S::sqrt(vv), ibc2, eps);
+        V update = S::div(mv, denom);
+        if (use_decay) wv = S::fma(wv, decay, wv);
+        wv = S::fma(update, step, wv);
+        S::store(w, wv);
+        S::store(m, mv);
+        S::store(v, vv);
+        store_copy<S>(copy, r.copy_dtype, i, wv);
+      });
 }
 
 template <class S, class G>
@@ -105,26 +105,25 @@ void sgd(const SgdStep &s, const OptimRange &r) {
   const V lr = S::set1(-s.lr), mu = S::set1(s.momentum), wd = S::set1(s.weight_decay),
           gs = S::set1(s.grad_scale);
   const bool use_wd = s.weight_decay != 0, use_momentum = s.momentum != 0;
-  for_each_vector<S, G>(r, [&](float *w, float *m, float *, const typename G::T *g, void *copy,
-                               size_t i) {
-    V wv = S::load(w);
-    V gv = S::mul(load_grad<S, G>(g), gs);
-    if (use_wd) gv = S::fma(wd, wv, gv);
-    if (use_momentum) {
-      V buf = S::fma(S::load(m), mu, gv);  // buf = momentum * buf + g
-      S::store(m, buf);
-      gv = s.nesterov ? S::fma(buf, mu, gv) : buf;
-    }
-    wv = S::fma(gv, lr, wv);
-    S::store(w, wv);
-    store_copy<S>(copy, r.copy_dtype, i, wv);
-  });
+  for_each_vector<S, G>(
+      r, [&](float *w, float *m, float *, const typename G::T *g, void *copy, size_t i) {
+        V wv = S::load(w);
+        V gv = S::mul(load_grad<S, G>(g), gs);
+        if (use_wd) gv = S::fma(wd, wv, gv);
+        if (use_momentum) {
+          V buf = S::fma(S::load(m), mu, gv);  // buf = momentum * buf + g
+          S::store(m, buf);
+          gv = s.nesterov ? S::fma(buf, mu, gv) : buf;
+        }
+        wv = S::fma(gv, lr, wv);
+        S::store(w, wv);
+        store_copy<S>(copy, r.copy_dtype, i, wv);
+      });
 }
 
 // LAMB's direction u = mhat / (sqrt(vhat) + eps) + weight_decay * w, from updated moments.
 template <class S>
-typename S::V lamb_direction(const AdamStep &s, typename S::V w, typename S::V m,
-                             typename S::V v) {
+typename S::V lamb_direction(const AdamStep &s, typename S::V w, typename S::V m, typename S::V v) {
   auto denom = S::fma(S::sqrt(v), S::set1(s.inv_sqrt_bc2), S::set1(s.eps));
   auto u = S::div(S::mul(m, S::set1(s.inv_bc1)), denom);
   return S::fma(w, S::set1(s.weight_decay), u);
@@ -136,17 +135,17 @@ void lamb_moments(const AdamStep &s, const OptimRange &r, double *w_sq, double *
   const V b1 = S::set1(s.beta1), b2 = S::set1(s.beta2), omb1 = S::set1(s.one_minus_beta1),
           omb2 = S::set1(s.one_minus_beta2), gs = S::set1(s.grad_scale);
   double ws = 0, us = 0;
-  for_each_vector<S, G>(r, [&](float *w, float *m, float *v, const typename G::T *g, void *,
-                               size_t) {
-    V wv = S::load(w);
-    V gv = S::mul(load_grad<S, G>(g), gs);
-    V mv = S::fma(S::load(m), b1, S::mul(gv, omb1));
-    V vv = S::fma(S::load(v), b2, S::mul(S::mul(gv, gv), omb2));
-    S::store(m, mv);
-    S::store(v, vv);
-    ws += S::sum_squares(wv);
-    us += S::sum_squares(lamb_direction<S>(s, wv, mv, vv));
-  });
+  for_each_vector<S, G>(r,
+                        [&](float *w, float *m, float *v, const typename G::T *g, void *, size_t) {
+                          V wv = S::load(w);
+                          V gv = S::mul(load_grad<S, G>(g), gs);
+                          V mv = S::fma(S::load(m), b1, S::mul(gv, omb1));
+                          V vv = S::fma(S::load(v), b2, S::mul(S::mul(gv, gv), omb2));
+                          S::store(m, mv);
+                          S::store(v, vv);
+                          ws += S::sum_squares(wv);
+                          us += S::sum_squares(lamb_direction<S>(s, wv, mv, vv));
+                        });
   *w_sq = ws;
   *u_sq = us;
 }
@@ -173,7 +172,8 @@ double sum_squares(const void *values, size_t count) {
     const size_t n = std::min(kNormBlock, count - base);
     const size_t full = n - n % S::W;
     double block = 0;
-    for (size_t i = 0; i < full; i += S::W) block += S::sum_squares(load_grad<S, G>(p + base + i));
+    for (size_t i = 0; i < full; i += S::W)
+      block += S::sum_squares(load_grad<S, G>(p + base + i));
     if (full < n) {
       alignas(64) typename G::T t[S::W] = {};
       std::memcpy(t, p + base + full, (n - full) * sizeof(typename G::T));
@@ -201,7 +201,8 @@ bool non_finite(const void *values, size_t count) {
 template <class S>
 void convert(const float *in, void *out, zrt_dtype_t dtype, size_t count) {
   const size_t full = count - count % S::W;
-  for (size_t i = 0; i < full; i += S::W) store_copy<S>(out, dtype, i, S::load(in + i));
+  for (size_t i = 0; i < full; i += S::W)
+    store_copy<S>(out, dtype, i, S::load(in + i));
   if (full < count) {
     alignas(64) float t[S::W] = {}, o[S::W] = {};
     std::memcpy(t, in + full, (count - full) * sizeof(float));
@@ -217,19 +218,28 @@ KernelTable make_table(const char *isa) {
   KernelTable t{};
   t.isa = isa;
   t.adam = [](const AdamStep &s, const OptimRange &r) {
-    if (r.grad_dtype == ZRT_DTYPE_BF16) adam<S, Bf16>(s, r);
-    else if (r.grad_dtype == ZRT_DTYPE_FP16) adam<S, F16>(s, r);
-    else adam<S, F32>(s, r);
+    if (r.grad_dtype == ZRT_DTYPE_BF16)
+      adam<S, Bf16>(s, r);
+    else if (r.grad_dtype == ZRT_DTYPE_FP16)
+      adam<S, F16>(s, r);
+    else
+      adam<S, F32>(s, r);
   };
   t.sgd = [](const SgdStep &s, const OptimRange &r) {
-    if (r.grad_dtype == ZRT_DTYPE_BF16) sgd<S, Bf16>(s, r);
-    else if (r.grad_dtype == ZRT_DTYPE_FP16) sgd<S, F16>(s, r);
-    else sgd<S, F32>(s, r);
+    if (r.grad_dtype == ZRT_DTYPE_BF16)
+      sgd<S, Bf16>(s, r);
+    else if (r.grad_dtype == ZRT_DTYPE_FP16)
+      sgd<S, F16>(s, r);
+    else
+      sgd<S, F32>(s, r);
   };
   t.lamb_moments = [](const AdamStep &s, const OptimRange &r, double *w, double *u) {
-    if (r.grad_dtype == ZRT_DTYPE_BF16) lamb_moments<S, Bf16>(s, r, w, u);
-    else if (r.grad_dtype == ZRT_DTYPE_FP16) lamb_moments<S, F16>(s, r, w, u);
-    else lamb_moments<S, F32>(s, r, w, u);
+    if (r.grad_dtype == ZRT_DTYPE_BF16)
+      lamb_moments<S, Bf16>(s, r, w, u);
+    else if (r.grad_dtype == ZRT_DTYPE_FP16)
+      lamb_moments<S, F16>(s, r, w, u);
+    else
+      lamb_moments<S, F32>(s, r, w, u);
   };
   t.lamb_apply = [](const AdamStep &s, const OptimRange &r, float lr_trust) {
     lamb_apply<S>(s, r, lr_trust);
@@ -244,7 +254,9 @@ KernelTable make_table(const char *isa) {
     if (d == ZRT_DTYPE_FP16) return non_finite<S, F16>(v, n);
     return non_finite<S, F32>(v, n);
   };
-  t.convert = [](const float *in, void *out, zrt_dtype_t d, size_t n) { convert<S>(in, out, d, n); };
+  t.convert = [](const float *in, void *out, zrt_dtype_t d, size_t n) {
+    convert<S>(in, out, d, n);
+  };
   return t;
 }
 

@@ -19,13 +19,13 @@ struct AdamStep {
   float beta1 = 0.9f, beta2 = 0.999f;
   float one_minus_beta1 = 0.1f, one_minus_beta2 = 0.001f;
   float eps = 1e-8f;
-  float step_size = 0;          // -lr / (1 - beta1^t)
-  float inv_bc1 = 1;            // 1 / (1 - beta1^t), for LAMB's direction
-  float weight_decay = 0;       // LAMB: added to the direction
-  float inv_sqrt_bc2 = 1;       // 1 / sqrt(1 - beta2^t)
-  float decay = 0;              // AdamW: -lr * weight_decay, applied to the weight
-  float l2 = 0;                 // Adam: weight_decay, added to the gradient
-  float grad_scale = 1;         // unscale * clip * 1/accumulation
+  float step_size = 0;     // -lr / (1 - beta1^t)
+  float inv_bc1 = 1;       // 1 / (1 - beta1^t), for LAMB's direction
+  float weight_decay = 0;  // LAMB: added to the direction
+  float inv_sqrt_bc2 = 1;  // 1 / sqrt(1 - beta2^t)
+  float decay = 0;         // AdamW: -lr * weight_decay, applied to the weight
+  float l2 = 0;            // Adam: weight_decay, added to the gradient
+  float grad_scale = 1;    // unscale * clip * 1/accumulation
 };
 
 struct SgdStep {

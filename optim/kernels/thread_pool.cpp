@@ -35,7 +35,8 @@ ThreadPool::~ThreadPool() {
     stop_ = true;
   }
   wake_.notify_all();
-  for (auto &t : workers_) t.join();
+  for (auto &t : workers_)
+    t.join();
 }
 
 void ThreadPool::loop(int worker) {

@@ -60,7 +60,8 @@ struct Avx2 {
     __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
     __m256i bits = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
-    __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+    __m128i packed =
+        _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p), packed);
   }
   static void store_fp16(uint16_t *p, V v) {
@@ -110,7 +111,8 @@ struct Avx512 {
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(bits));
   }
   static void store_fp16(uint16_t *p, V v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
   static bool any_non_finite(V v) {
     __m512 d = _mm512_sub_ps(v, v);
@@ -118,8 +120,7 @@ struct Avx512 {
   }
   static double sum_squares(V v) {
     __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    __m512d hi =
-        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     return _mm512_reduce_add_pd(_mm512_fmadd_pd(lo, lo, _mm512_mul_pd(hi, hi)));
   }
 };

@@ -167,17 +167,21 @@ TEST(Kernels, LambTrustRatioPasses) {
     EXPECT_NEAR(w2, rw, 1e-5 * rw);
     EXPECT_NEAR(u2, ru, 1e-5 * ru);
     k->lamb_apply(st, s.range(0, n), 0.25f);
-    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(s.w[i], ref.w[i] - 0.25 * u[i], 1e-5 * (1 + std::fabs(u[i])));
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(s.w[i], ref.w[i] - 0.25 * u[i], 1e-5 * (1 + std::fabs(u[i])));
   }
 }
 
 TEST(Kernels, NormsOverflowChecksAndConversion) {
   std::vector<float> x(10000);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i % 7) - 3.0f;
   double want = 0;
-  for (float v : x) want += double(v) * v;
+  for (float v : x)
+    want += double(v) * v;
   std::vector<uint16_t> bf(x.size()), out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) bf[i] = float_to_bf16(x[i]);
+  for (size_t i = 0; i < x.size(); ++i)
+    bf[i] = float_to_bf16(x[i]);
   for (const KernelTable *k : available()) {
     SCOPED_TRACE(k->isa);
     EXPECT_EQ(k->sum_squares(x.data(), ZRT_DTYPE_FP32, x.size()), want);

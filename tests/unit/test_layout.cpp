@@ -82,7 +82,8 @@ TEST(Layout, OneElementAndManyTinyTensors) {
   Layout l(many, 1000, 4);
   EXPECT_EQ(l.unpadded(), 6000u);  // 1000 x (1 + 2 + 3)
   EXPECT_GT(l.buckets().size(), 1u);
-  for (const auto &p : l.params()) EXPECT_GE(p.bucket, 0);
+  for (const auto &p : l.params())
+    EXPECT_GE(p.bucket, 0);
   Layout one(params({1}), 1, 4);
   EXPECT_EQ(one.total(), Layout::kAlign * 4);
 }

@@ -37,7 +37,8 @@ TEST(LossScaler, HysteresisThenHalvingThenGrowthAfterTheWindow) {
   }
   l.update(false);
   EXPECT_EQ(l.scale(), 512);
-  for (int i = 0; i < 4; ++i) l.update(false);
+  for (int i = 0; i < 4; ++i)
+    l.update(false);
   EXPECT_EQ(l.scale(), 1024);
 }
 
