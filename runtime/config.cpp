@@ -111,6 +111,15 @@ int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_v
   char *end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);
   if (errno == ERANGE || end == t.c_str()) bad_value(key, text, origin);
+  if (*end == '.' || *end == 'e' || *end == 'E') {
+    // An integral value written as a real number, as DeepSpeed configurations do ("5e8").
+    char *real_end = nullptr;
+    double d = std::strtod(t.c_str(), &real_end);
+    if (*real_end != '\0' || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18)
+      bad_value(key, text, origin);
+    v = static_cast<long long>(d);
+    end = real_end;
+  }
   std::string suffix = lower(end);
   int64_t scale = 1;
   if (with_suffix && !suffix.empty()) {

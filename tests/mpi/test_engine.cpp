@@ -28,12 +28,14 @@ double uniform(uint64_t a, uint64_t b, uint64_t c) {
 }
 
 // Parameters in registration order: W1 [H, In], b1 [H], W2 [Out, H], b2 [Out].
-const std::vector<std::vector<int64_t>> kShapes = {{kHidden, kIn}, {kHidden}, {kOut, kHidden}, {kOut}};
+const std::vector<std::vector<int64_t>> kShapes = {
+    {kHidden, kIn}, {kHidden}, {kOut, kHidden}, {kOut}};
 const char *kNames[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
 
 size_t numel(const std::vector<int64_t> &s) {
   size_t n = 1;
-  for (auto d : s) n *= static_cast<size_t>(d);
+  for (auto d : s)
+    n *= static_cast<size_t>(d);
   return n;
 }
 
@@ -41,7 +43,8 @@ std::vector<std::vector<float>> initial_params() {
   std::vector<std::vector<float>> p;
   for (size_t t = 0; t < kShapes.size(); ++t) {
     std::vector<float> v(numel(kShapes[t]));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(0.3 * uniform(7, t, i));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(0.3 * uniform(7, t, i));
     p.push_back(v);
   }
   return p;
@@ -57,31 +60,38 @@ std::vector<std::vector<T>> mlp_grads(const std::vector<std::vector<T>> &p, int 
   for (int b = 0; b < kBatch; ++b) {
     uint64_t sample = static_cast<uint64_t>(((step * 8 + micro) * 64 + rank) * kBatch + b);
     T x[kIn], target[kOut], h[kHidden], y[kOut], dy[kOut], dh[kHidden];
-    for (int i = 0; i < kIn; ++i) x[i] = static_cast<T>(uniform(1, sample, static_cast<uint64_t>(i)));
-    for (int o = 0; o < kOut; ++o) target[o] = static_cast<T>(uniform(2, sample, static_cast<uint64_t>(o)));
+    for (int i = 0; i < kIn; ++i)
+      x[i] = static_cast<T>(uniform(1, sample, static_cast<uint64_t>(i)));
+    for (int o = 0; o < kOut; ++o)
+      target[o] = static_cast<T>(uniform(2, sample, static_cast<uint64_t>(o)));
     for (int j = 0; j < kHidden; ++j) {
       T s = b1[j];
-      for (int i = 0; i < kIn; ++i) s += w1[j * kIn + i] * x[i];
+      for (int i = 0; i < kIn; ++i)
+        s += w1[j * kIn + i] * x[i];
       h[j] = std::tanh(s);
     }
     for (int o = 0; o < kOut; ++o) {
       T s = b2[o];
-      for (int j = 0; j < kHidden; ++j) s += w2[o * kHidden + j] * h[j];
+      for (int j = 0; j < kHidden; ++j)
+        s += w2[o * kHidden + j] * h[j];
       y[o] = s;
       dy[o] = (y[o] - target[o]) / static_cast<T>(kBatch);
     }
     for (int j = 0; j < kHidden; ++j) {
       T s = 0;
-      for (int o = 0; o < kOut; ++o) s += w2[o * kHidden + j] * dy[o];
+      for (int o = 0; o < kOut; ++o)
+        s += w2[o * kHidden + j] * dy[o];
       dh[j] = s * (1 - h[j] * h[j]);
     }
     for (int o = 0; o < kOut; ++o) {
       g[3][o] += dy[o];
-      for (int j = 0; j < kHidden; ++j) g[2][o * kHidden + j] += dy[o] * h[j];
+      for (int j = 0; j < kHidden; ++j)
+        g[2][o * kHidden + j] += dy[o] * h[j];
     }
     for (int j = 0; j < kHidden; ++j) {
       g[1][j] += dh[j];
-      for (int i = 0; i < kIn; ++i) g[0][j * kIn + i] += dh[j] * x[i];
+      for (int i = 0; i < kIn; ++i)
+        g[0][j * kIn + i] += dh[j] * x[i];
     }
   }
   return g;
@@ -136,8 +146,10 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
                  ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
                  ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
-                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES | ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
-                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING | ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
+                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
+                 ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
+                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
+                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
                  ZRT_ENGINE_PARAM_FIELD_OVERLAP | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
                  ZRT_ENGINE_PARAM_FIELD_MOMENTUM | ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE;
   p.stage = r.stage;
@@ -169,7 +181,8 @@ void train(const RunSpec &run, Result *out) {
                                 kShapes[t].data(), &h[t]));
   CHECK_OK(zrt_engine_commit(e));
   auto init = initial_params();
-  for (size_t t = 0; t < h.size(); ++t) CHECK_OK(zrt_param_set(e, h[t], init[t].data(), ZRT_DTYPE_FP32));
+  for (size_t t = 0; t < h.size(); ++t)
+    CHECK_OK(zrt_param_set(e, h[t], init[t].data(), ZRT_DTYPE_FP32));
 
   std::mt19937 order_rng(static_cast<unsigned>(test::rank() + 1));
   for (int step = 0; step < run.steps; ++step) {
@@ -181,7 +194,8 @@ void train(const RunSpec &run, Result *out) {
         void *data = nullptr;
         CHECK_OK(zrt_param_data(e, h[t], &data));
         p[t].resize(numel(kShapes[t]));
-        for (size_t i = 0; i < p[t].size(); ++i) p[t][i] = load(data, i, run.dtype);
+        for (size_t i = 0; i < p[t].size(); ++i)
+          p[t][i] = load(data, i, run.dtype);
       }
       auto g = mlp_grads<float>(p, test::rank(), step, micro);
       double scale = 1;
@@ -191,10 +205,12 @@ void train(const RunSpec &run, Result *out) {
       for (size_t t : order) {
         void *grad = nullptr;
         CHECK_OK(zrt_grad_data(e, h[t], &grad));
-        for (size_t i = 0; i < g[t].size(); ++i) add(grad, i, run.dtype, static_cast<float>(g[t][i] * scale));
+        for (size_t i = 0; i < g[t].size(); ++i)
+          add(grad, i, run.dtype, static_cast<float>(g[t][i] * scale));
         CHECK_OK(zrt_grad_ready(e, h[t]));
       }
-      for (size_t t = 0; t < h.size(); ++t) CHECK_OK(zrt_param_release(e, h[t]));
+      for (size_t t = 0; t < h.size(); ++t)
+        CHECK_OK(zrt_param_release(e, h[t]));
       zrt_step_report_t report{};
       CHECK_OK(zrt_engine_step(e, &report));
       if (micro + 1 == run.accumulation) out->reports.push_back(report);
@@ -212,23 +228,29 @@ void train(const RunSpec &run, Result *out) {
 // The same training, serially in float64: every rank's batch, gradients averaged.
 std::vector<std::vector<double>> reference(const RunSpec &run) {
   std::vector<std::vector<double>> w;
-  for (auto &v : initial_params()) w.emplace_back(v.begin(), v.end());
+  for (auto &v : initial_params())
+    w.emplace_back(v.begin(), v.end());
   std::vector<std::vector<double>> m = w, v = w;
-  for (auto &x : m) std::fill(x.begin(), x.end(), 0.0);
-  for (auto &x : v) std::fill(x.begin(), x.end(), 0.0);
+  for (auto &x : m)
+    std::fill(x.begin(), x.end(), 0.0);
+  for (auto &x : v)
+    std::fill(x.begin(), x.end(), 0.0);
   const int n = test::size();
   for (int step = 0; step < run.steps; ++step) {
     std::vector<std::vector<double>> g = w;
-    for (auto &x : g) std::fill(x.begin(), x.end(), 0.0);
+    for (auto &x : g)
+      std::fill(x.begin(), x.end(), 0.0);
     for (int r = 0; r < n; ++r)
       for (int micro = 0; micro < run.accumulation; ++micro) {
         auto gr = mlp_grads<double>(w, r, step, micro);
         for (size_t t = 0; t < g.size(); ++t)
-          for (size_t i = 0; i < g[t].size(); ++i) g[t][i] += gr[t][i] / (n * run.accumulation);
+          for (size_t i = 0; i < g[t].size(); ++i)
+            g[t][i] += gr[t][i] / (n * run.accumulation);
       }
     double norm = 0;
     for (auto &x : g)
-      for (double y : x) norm += y * y;
+      for (double y : x)
+        norm += y * y;
     norm = std::sqrt(norm);
     double clip = run.clip > 0 && norm > run.clip ? run.clip / (norm + 1e-6) : 1;
     const double t1 = step + 1, bc1 = 1 - std::pow(0.9, t1), bc2 = 1 - std::pow(0.999, t1);
@@ -250,7 +272,8 @@ std::vector<std::vector<double>> reference(const RunSpec &run) {
 }
 
 // Largest norm-wise relative difference over the tensors.
-double relative_error(const std::vector<std::vector<float>> &a, const std::vector<std::vector<double>> &b) {
+double relative_error(const std::vector<std::vector<float>> &a,
+                      const std::vector<std::vector<double>> &b) {
   double worst = 0;
   for (size_t t = 0; t < a.size(); ++t) {
     double d = 0, s = 0;
@@ -265,7 +288,8 @@ double relative_error(const std::vector<std::vector<float>> &a, const std::vecto
 
 bool bitwise_equal(const Result &a, const Result &b) {
   for (size_t t = 0; t < a.params.size(); ++t)
-    if (std::memcmp(a.params[t].data(), b.params[t].data(), a.params[t].size() * 4) != 0) return false;
+    if (std::memcmp(a.params[t].data(), b.params[t].data(), a.params[t].size() * 4) != 0)
+      return false;
   return true;
 }
 
@@ -315,10 +339,12 @@ TEST(Engine, DeterministicStagesAreBitwiseEqual) {
       train(run, &again);
       for (int stage = 1; stage <= 3; ++stage)
         EXPECT_TRUE(bitwise_equal(results[0], results[static_cast<size_t>(stage)]))
-            << "dtype " << dt << " optimizer " << opt << ": stage " << stage << " differs from stage 0";
+            << "dtype " << dt << " optimizer " << opt << ": stage " << stage
+            << " differs from stage 0";
       EXPECT_TRUE(bitwise_equal(results[2], again)) << "run after run";
       for (int stage = 0; stage <= 3; ++stage)
-        EXPECT_EQ(results[static_cast<size_t>(stage)].reports.back().grad_norm, results[0].reports.back().grad_norm);
+        EXPECT_EQ(results[static_cast<size_t>(stage)].reports.back().grad_norm,
+                  results[0].reports.back().grad_norm);
     }
   }
 }
@@ -347,17 +373,21 @@ TEST(Engine, ClippingUsesTheGlobalNormOfAllShards) {
   run.clip = 0.05;
   // The serial norm of the averaged gradient at the initial weights.
   std::vector<std::vector<double>> w;
-  for (auto &v : initial_params()) w.emplace_back(v.begin(), v.end());
+  for (auto &v : initial_params())
+    w.emplace_back(v.begin(), v.end());
   double norm = 0;
   std::vector<std::vector<double>> g = w;
-  for (auto &x : g) std::fill(x.begin(), x.end(), 0.0);
+  for (auto &x : g)
+    std::fill(x.begin(), x.end(), 0.0);
   for (int r = 0; r < test::size(); ++r) {
     auto gr = mlp_grads<double>(w, r, 0);
     for (size_t t = 0; t < g.size(); ++t)
-      for (size_t i = 0; i < g[t].size(); ++i) g[t][i] += gr[t][i] / test::size();
+      for (size_t i = 0; i < g[t].size(); ++i)
+        g[t][i] += gr[t][i] / test::size();
   }
   for (auto &x : g)
-    for (double y : x) norm += y * y;
+    for (double y : x)
+      norm += y * y;
   norm = std::sqrt(norm);
   ASSERT_GT(norm, run.clip) << "the test needs a gradient to clip";
   auto ref = reference(run);
@@ -382,7 +412,8 @@ TEST(Engine, GradientAccumulationAndNoOverlapAndShuffledReadyOrder) {
       run.overlap = overlap;
       Result res;
       train(run, &res);
-      EXPECT_LT(relative_error(res.params, ref), 1e-6) << "stage " << stage << " overlap " << overlap;
+      EXPECT_LT(relative_error(res.params, ref), 1e-6)
+          << "stage " << stage << " overlap " << overlap;
       EXPECT_EQ(res.reports.size(), 4u);
       EXPECT_TRUE(res.reports.back().applied);
     }
