@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "comm/dtype.hpp"
+#include "optim/engine_part.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
@@ -115,7 +116,7 @@ std::string real(double v) {
 EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
   std::map<std::string, std::string> set;
   uint64_t mask = p != nullptr ? p->field_mask : 0;
-  const uint64_t known = (uint64_t{1} << 21) - 1;
+  const uint64_t known = (uint64_t{1} << 22) - 1;
   if (mask & ~known)
     fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}", mask & ~known);
   auto has = [&](uint64_t bit) { return (mask & bit) != 0; };
@@ -213,8 +214,8 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   s.gradient_clipping = c.get_double("gradient_clipping");
   s.accumulation_steps = static_cast<int>(c.get_int("gradient_accumulation_steps"));
   s.deterministic = c.get_bool("zero.deterministic");
-  s.kernels_isa = c.get_string("kernels.isa");
-  s.threads = static_cast<int>(c.get_int("kernels.threads"));
+  s.max_live_elements =
+      static_cast<size_t>(c.get_int("zero_optimization.stage3_max_live_parameters"));
 
   double loss_scale = c.get_double("fp16.loss_scale");
   s.scaler.dynamic = s.dtype == ZRT_DTYPE_FP16 && loss_scale == 0;
@@ -251,7 +252,9 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
 
 Engine::Engine(Context &context, const EngineSettings &settings)
     : context_(context), settings_(settings), lr_(settings.lr) {
-  kernels_ = &select_kernels(settings.kernels_isa.c_str());
+  EnginePart &part = context.part<EnginePart>();
+  kernels_ = &part.kernels();
+  threads_ = &part.threads();
   Communicator::Options options;
   options.backend = context.config().get_string("comm.backend");
   options.deterministic = settings.deterministic;
@@ -260,8 +263,6 @@ Engine::Engine(Context &context, const EngineSettings &settings)
   MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
   rank_ = comm_->rank();
   nranks_ = comm_->size();
-  const Topology &topo = context.topology();
-  threads_ = std::make_unique<ThreadPool>(settings.threads, topo.hwloc(), topo.bound_set());
   scaler_ = LossScaler(settings.scaler);
   log::debug("engine: stage {}, {}, {} kernels, {} optimizer thread(s)", settings.stage,
              dtype_name(settings.dtype), kernels_->isa, threads_->size());
@@ -399,6 +400,7 @@ void Engine::commit() {
   bucket_ready_.assign(buckets.size(), 0);
   gathered_.resize(buckets.size());
   gathered_refs_.assign(buckets.size(), 0);
+  gathered_used_.assign(buckets.size(), 0);
   param_gathered_.assign(params_info_.size(), 0);
 
   for (const BucketInfo &b : buckets) {
@@ -956,11 +958,21 @@ zrt_step_report_t Engine::step() {
 void Engine::fetch(int bucket, bool wait_now) {
   const BucketInfo &b = layout_.buckets()[static_cast<size_t>(bucket)];
   const size_t es = esize();
-  gathered_[static_cast<size_t>(bucket)] = HostBuffer(b.length * es);
+  HostBuffer &buf = gathered_[static_cast<size_t>(bucket)];
+  // Reuse a spare buffer when one is large enough: the all-gather overwrites all of it.
+  for (auto it = spare_gather_.begin(); it != spare_gather_.end(); ++it)
+    if (it->size() >= b.length * es) {
+      buf = std::move(*it);
+      spare_gather_.erase(it);
+      break;
+    }
+  if (buf.empty()) buf = HostBuffer(layout_.max_bucket() * es, false);
+  resident_elements_ += b.length;
+  gathered_used_[static_cast<size_t>(bucket)] = ++use_clock_;
   CollArgs a;
   a.kind = CollKind::AllGather;
   a.send = params_.bytes() + b.shard_offset * es;
-  a.recv = gathered_[static_cast<size_t>(bucket)].bytes();
+  a.recv = buf.bytes();
   a.count = b.length;
   a.dtype = settings_.dtype;
   RequestPtr r = post(a);
@@ -979,9 +991,33 @@ void Engine::finish_prefetch() {
   r->wait();
 }
 
+void Engine::free_gathered(int bucket) {
+  HostBuffer &buf = gathered_[static_cast<size_t>(bucket)];
+  if (buf.empty()) return;
+  resident_elements_ -= layout_.buckets()[static_cast<size_t>(bucket)].length;
+  if (spare_gather_.size() < 2)
+    spare_gather_.push_back(std::move(buf));
+  else
+    buf = HostBuffer();
+}
+
+void Engine::evict_gathered() {
+  while (resident_elements_ > settings_.max_live_elements) {
+    int victim = -1;
+    for (size_t b = 0; b < gathered_.size(); ++b) {
+      if (gathered_[b].empty() || gathered_refs_[b] > 0 || static_cast<int>(b) == prefetch_bucket_)
+        continue;
+      if (victim < 0 || gathered_used_[b] < gathered_used_[static_cast<size_t>(victim)])
+        victim = static_cast<int>(b);
+    }
+    if (victim < 0) return;  // everything resident is in use
+    free_gathered(victim);
+  }
+}
+
 void Engine::drop_gathered() {
-  for (auto &g : gathered_)
-    g = HostBuffer();
+  for (size_t b = 0; b < gathered_.size(); ++b)
+    free_gathered(static_cast<int>(b));
   std::fill(gathered_refs_.begin(), gathered_refs_.end(), 0);
   std::fill(param_gathered_.begin(), param_gathered_.end(), 0);
   last_gathered_bucket_ = -1;
@@ -994,6 +1030,7 @@ void Engine::gather(int index) {
   const int b = p.bucket;
   if (prefetch_bucket_ == b) finish_prefetch();
   if (gathered_[static_cast<size_t>(b)].empty()) fetch(b, true);
+  gathered_used_[static_cast<size_t>(b)] = ++use_clock_;
   char &flag = param_gathered_[static_cast<size_t>(index)];
   if (!flag) {
     flag = 1;
@@ -1003,11 +1040,12 @@ void Engine::gather(int index) {
   // the highest bucket down, backward up). Every rank decides the same way.
   int direction = last_gathered_bucket_ < 0 || b < last_gathered_bucket_ ? -1 : 1;
   if (b == last_gathered_bucket_) direction = 0;
-  last_gathered_bucket_ = b;
+  if (direction != 0) last_gathered_bucket_ = b;
   int next = b + direction;
   if (direction != 0 && !prefetch_ && next >= 0 && next < static_cast<int>(gathered_.size()) &&
       gathered_[static_cast<size_t>(next)].empty())
     fetch(next, false);
+  evict_gathered();
 }
 
 void Engine::release(int index) {
@@ -1018,9 +1056,8 @@ void Engine::release(int index) {
   if (!flag)
     fail(ZRT_ERR_INVALID_STATE, "parameter '{}' is not gathered: nothing to release", p.name);
   flag = 0;
-  int &refs = gathered_refs_[static_cast<size_t>(p.bucket)];
-  if (--refs == 0 && prefetch_bucket_ != p.bucket)
-    gathered_[static_cast<size_t>(p.bucket)] = HostBuffer();
+  --gathered_refs_[static_cast<size_t>(p.bucket)];
+  evict_gathered();
 }
 
 // --- memory ------------------------------------------------------------------------------

@@ -47,9 +47,8 @@ struct EngineSettings {
   double gradient_clipping = 0;
   int accumulation_steps = 1;
   bool deterministic = false;
+  size_t max_live_elements = 1000000000;  // stage 3: gathered elements kept resident
   LossScaler::Settings scaler;
-  std::string kernels_isa = "auto";
-  int threads = 0;
 
   // Defaults < configuration file < params struct < environment (see config_keys.cpp).
   static EngineSettings resolve(const Context &context, const zrt_engine_params_t *params);
@@ -139,6 +138,8 @@ class Engine {
   void fetch(int bucket, bool wait_now);
   void finish_prefetch();
   void drop_gathered();
+  void free_gathered(int bucket);
+  void evict_gathered();
 
   Context &context_;
   EngineSettings settings_;
@@ -146,7 +147,7 @@ class Engine {
   MPI_Comm control_ = MPI_COMM_NULL;  // the engine's own agreements, never mixed with data
   int rank_ = 0, nranks_ = 1;
   const KernelTable *kernels_ = nullptr;
-  std::unique_ptr<ThreadPool> threads_;
+  ThreadPool *threads_ = nullptr;  // the context's (EnginePart)
   LossScaler scaler_;
 
   std::vector<ParamInfo> params_info_;  // registration, then the layout's copy
@@ -170,9 +171,16 @@ class Engine {
   int64_t step_ = 0;
   double lr_ = 0;
 
-  // Stage 3: gathered buckets.
-  std::vector<HostBuffer> gathered_;  // per bucket, empty when not resident
-  std::vector<int> gathered_refs_;    // gathered parameters per bucket
+  // Stage 3: gathered buckets. A released bucket stays resident (DeepSpeed's "live
+  // parameters") until the resident elements exceed max_live_elements; then the least
+  // recently used released buckets go. The sequence of gathers and releases is the same on
+  // every rank, so every rank evicts, and later re-gathers, the same buckets.
+  std::vector<HostBuffer> gathered_;     // per bucket, empty when not resident
+  std::vector<int> gathered_refs_;       // gathered parameters per bucket
+  std::vector<uint64_t> gathered_used_;  // last use, for LRU eviction
+  uint64_t use_clock_ = 0;
+  size_t resident_elements_ = 0;
+  std::vector<HostBuffer> spare_gather_;  // freed buffers kept for reuse
   std::vector<char> param_gathered_;
   RequestPtr prefetch_;  // all-gather in flight
   int prefetch_bucket_ = -1;

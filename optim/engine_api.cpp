@@ -30,10 +30,7 @@ ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_p
     require_nonnull(engine_p, "engine_p");
     EngineSettings settings;
     // Settings are checked on every rank before any collective, and agreed.
-    run_agreed(c.comm(), [&] {
-      settings = EngineSettings::resolve(c, params);
-      select_kernels(settings.kernels_isa.c_str());
-    });
+    run_agreed(c.comm(), [&] { settings = EngineSettings::resolve(c, params); });
     std::unique_ptr<Engine> engine;
     run_agreed(c.comm(), [&] { engine = std::make_unique<Engine>(c, settings); });
     uintptr_t h = engine_table().insert(std::move(engine));

@@ -29,6 +29,14 @@ void destroy_engine(uintptr_t handle) {
   engine_table().remove(handle, "engine");
 }
 
+EnginePart::EnginePart(Context &context) {
+  kernels_ = &select_kernels(context.config().get_string("kernels.isa").c_str());
+  const Topology &topo = context.topology();
+  threads_ =
+      std::make_unique<ThreadPool>(static_cast<int>(context.config().get_int("kernels.threads")),
+                                   topo.hwloc(), topo.bound_set());
+}
+
 EnginePart::~EnginePart() {
   (void)registered;
   std::set<uintptr_t> left = engines_;
@@ -47,6 +55,7 @@ void EnginePart::describe(nlohmann::json &out) const {
                        {"committed", e.committed()}});
   }
   out["engines"] = engines;
+  out["optimizer_kernels"] = {{"isa", kernels_->isa}, {"threads", threads_->size()}};
 }
 
 }  // namespace zrt

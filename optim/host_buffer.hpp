@@ -13,12 +13,13 @@ namespace zrt {
 class HostBuffer {
  public:
   HostBuffer() = default;
-  explicit HostBuffer(size_t bytes) : bytes_(bytes) {
+  // zeroed = false skips the memset, for buffers that are entirely overwritten first.
+  explicit HostBuffer(size_t bytes, bool zeroed = true) : bytes_(bytes) {
     if (bytes == 0) return;
     size_t rounded = (bytes + 63) / 64 * 64;
     data_ = std::aligned_alloc(64, rounded);
     if (data_ == nullptr) throw std::bad_alloc();
-    std::memset(data_, 0, rounded);
+    if (zeroed) std::memset(data_, 0, rounded);
   }
   ~HostBuffer() { std::free(data_); }
   HostBuffer(HostBuffer &&o) noexcept

@@ -56,7 +56,6 @@ std::vector<ConfigKey> deepspeed_ignored_keys() {
                            "zero_optimization.offload_optimizer.buffer_count",
                            "zero_optimization.offload_optimizer.fast_init",
                            "zero_optimization.sub_group_size",
-                           "zero_optimization.stage3_max_live_parameters",
                            "zero_optimization.stage3_max_reuse_distance",
                            "zero_optimization.stage3_prefetch_bucket_size",
                            "zero_optimization.stage3_param_persistence_threshold",
@@ -110,6 +109,11 @@ std::vector<ConfigKey> engine_keys() {
                              "cpu: optimizer state in pinned host memory, updated on the CPU "
                              "(ZeRO-Offload)"),
                "ZRT_OFFLOAD_OPTIMIZER"),
+      with_env(config_int("zero_optimization.stage3_max_live_parameters", 1000000000, 0,
+                          int64_t{1} << 48,
+                          "stage 3: gathered parameters (elements) kept resident after release "
+                          "before the least recently used are freed"),
+               "ZRT_STAGE3_MAX_LIVE_PARAMETERS"),
       with_env(config_key("zero.deterministic", ConfigType::Bool, "false",
                           "reductions add in rank order: every stage gives bitwise-identical "
                           "parameters for the same world size, run after run"),

@@ -133,6 +133,7 @@ struct RunSpec {
   bool overlap = true, offload = false;
   bool shuffle_ready = false;  // each rank makes gradients ready in its own order
   double loss_scale = 0;
+  size_t max_live = 1000000000;  // stage 3: 0 evicts every released bucket
 };
 
 struct Result {
@@ -143,15 +144,15 @@ struct Result {
 
 zrt_engine_params_t engine_params(const RunSpec &r) {
   zrt_engine_params_t p = {};
-  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
-                 ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
-                 ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
-                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
-                 ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
-                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
-                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
-                 ZRT_ENGINE_PARAM_FIELD_OVERLAP | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
-                 ZRT_ENGINE_PARAM_FIELD_MOMENTUM | ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE;
+  p.field_mask =
+      ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+      ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
+      ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
+      ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES | ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
+      ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
+      ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
+      ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_MOMENTUM |
+      ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE | ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS;
   p.stage = r.stage;
   p.compute_dtype = r.dtype;
   p.optimizer = r.optimizer;
@@ -166,6 +167,7 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   p.overlap = r.overlap;
   p.offload_optimizer = r.offload;
   p.loss_scale = r.loss_scale;
+  p.max_live_parameters = r.max_live;
   return p;
 }
 
@@ -417,6 +419,18 @@ TEST(Engine, GradientAccumulationAndNoOverlapAndShuffledReadyOrder) {
       EXPECT_EQ(res.reports.size(), 4u);
       EXPECT_TRUE(res.reports.back().applied);
     }
+}
+
+TEST(Engine, Stage3EvictionAndRegatherKeepResultsExact) {
+  RunSpec run;
+  run.stage = 3;
+  run.deterministic = true;
+  run.steps = 6;
+  Result cached, evicting;
+  train(run, &cached);
+  run.max_live = 0;  // every release frees its bucket: every gather communicates
+  train(run, &evicting);
+  EXPECT_TRUE(bitwise_equal(cached, evicting));
 }
 
 TEST(Engine, OptimizerOffloadGivesTheSameParameters) {

@@ -1,5 +1,6 @@
 // The engine's memory report against the ZeRO paper, loss scaling with an injected
 // overflow, thousands of tiny tensors, DeepSpeed configuration files, and bad input.
+#include <unistd.h>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -7,7 +8,6 @@
 #include <fstream>
 #include <numeric>
 #include <random>
-#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,7 +20,8 @@ namespace {
 
 bool mentions(const std::string &what) {
   bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok) ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
   return ok;
 }
 
@@ -74,7 +75,8 @@ TEST(EngineMemory, ReportMatchesTheZeroFormulasPlusBuckets) {
       const double model_state = static_cast<double>(m.total - m.buckets);
       EXPECT_NEAR(model_state, formula, 0.02 * formula)
           << "model state " << model_state << " bytes, formula " << formula;
-      EXPECT_EQ(m.total, m.parameters + m.gradients + m.master_weights + m.optimizer_state + m.buckets);
+      EXPECT_EQ(m.total,
+                m.parameters + m.gradients + m.master_weights + m.optimizer_state + m.buckets);
       if (stage >= 2) {
         EXPECT_GT(m.buckets, 0);
       }
@@ -165,16 +167,19 @@ TEST(EngineShapes, ThousandsOfTinyTensorsAnyReadyOrderAndSgd) {
     std::mt19937 rng(static_cast<unsigned>(test::rank() * 7 + stage));
     std::shuffle(order.begin(), order.end(), rng);  // a different order on every rank
     // Gathers are collective: the same order everywhere. Gradients: any order.
-    for (zrt_param_h h : e.params) CHECK_OK(zrt_param_gather(e.e, h));
+    for (zrt_param_h h : e.params)
+      CHECK_OK(zrt_param_gather(e.e, h));
     for (int t : order) {
       zrt_param_h h = e.params[static_cast<size_t>(t)];
       void *g = nullptr;
       CHECK_OK(zrt_grad_data(e.e, h, &g));
       for (int64_t k = 0; k < sizes[static_cast<size_t>(t)]; ++k)
-        static_cast<float *>(g)[k] += static_cast<float>(test::rank() + 1) * 0.25f * static_cast<float>(k + 1);
+        static_cast<float *>(g)[k] +=
+            static_cast<float>(test::rank() + 1) * 0.25f * static_cast<float>(k + 1);
       CHECK_OK(zrt_grad_ready(e.e, h));
     }
-    for (zrt_param_h h : e.params) CHECK_OK(zrt_param_release(e.e, h));
+    for (zrt_param_h h : e.params)
+      CHECK_OK(zrt_param_release(e.e, h));
     CHECK_OK(zrt_engine_step(e.e, nullptr));
     // Mean over ranks of (r + 1) * 0.25 * (k + 1), times lr 0.5, from zero weights.
     const double mean = (test::size() + 1) / 2.0;
@@ -190,7 +195,8 @@ TEST(EngineShapes, ThousandsOfTinyTensorsAnyReadyOrderAndSgd) {
 }
 
 TEST(EngineConfig, DeepSpeedConfigFileWorksAsItIs) {
-  std::string path = ::testing::TempDir() + fmt::format("ds_config_{}_{}.json", getpid(), test::rank());
+  std::string path =
+      ::testing::TempDir() + fmt::format("ds_config_{}_{}.json", getpid(), test::rank());
   std::ofstream(path) << R"({
     "train_batch_size": 32,
     "steps_per_print": 10,
@@ -254,10 +260,12 @@ TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
   CHECK_OK(zrt_engine_create(test::context(), &p, &g.e));
   int64_t shape[2] = {3, 5}, bad_shape[2] = {3, 0};
   zrt_param_h a = nullptr, b = nullptr;
-  EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, bad_shape, &a), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, bad_shape, &a),
+            ZRT_ERR_INVALID_ARGUMENT);
   mentions("shape[1] is 0");
   EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 0, shape, &a), ZRT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(zrt_param_register(g.e, nullptr, ZRT_DTYPE_FP32, 2, shape, &a), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_param_register(g.e, nullptr, ZRT_DTYPE_FP32, 2, shape, &a),
+            ZRT_ERR_INVALID_ARGUMENT);
   CHECK_OK(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, shape, &a));
   EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, shape, &b), ZRT_ERR_INVALID_ARGUMENT);
   mentions("'a' is already registered");

@@ -81,7 +81,8 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER = 1u << 17,
   ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW = 1u << 18,
   ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
-  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20
+  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20,
+  ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21
 };
 
 /**
@@ -116,6 +117,9 @@ typedef struct zrt_engine_params {
   int loss_scale_window;           /**< steps without overflow before the scale doubles; 1000 */
   int hysteresis;                  /**< overflows tolerated before the scale halves; default 2 */
   double min_loss_scale;           /**< the scale never drops below this; default 1 */
+  size_t max_live_parameters;      /**< stage 3: gathered elements kept resident after
+                                        zrt_param_release (least recently used go first);
+                                        default 1e9, DeepSpeed's stage3_max_live_parameters */
 } zrt_engine_params_t;
 
 /**
@@ -211,8 +215,10 @@ ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p)
 
 /**
  * @brief Stage 3: assemble @p param's full values (and prefetch the next parameters in the
- * direction of the previous gathers). Other stages: a no-op. Collective over the engine's
- * ranks in the same order everywhere, blocking.
+ * direction of the previous gathers). The unit gathered is the parameter's bucket; released
+ * buckets stay resident up to max_live_parameters, so a gather may need no communication.
+ * Other stages: a no-op. Collective: every rank must gather and release the same parameters
+ * in the same order (a mismatch fails with ZRT_ERR_MISMATCH). Blocking.
  */
 ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
 
