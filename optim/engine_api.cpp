@@ -61,6 +61,45 @@ ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, z
   });
 }
 
+ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
+                                    zrt_param_info_t *info_p) {
+  return abi_call("zrt_param_info", [&] {
+    Engine &e = engine_from(engine);
+    const ParamInfo &p = e.param(param_index(e, param));
+    require_nonnull(info_p, "info_p");
+    zrt_param_info_t info{};
+    info.name = p.name.c_str();
+    info.dtype = e.settings().dtype;
+    info.ndim = static_cast<int>(p.shape.size());
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      info.shape[d] = p.shape[d];
+    info.numel = static_cast<int64_t>(p.numel);
+    *info_p = info;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_param_count(zrt_engine_h engine, int *count_p) {
+  return abi_call("zrt_engine_param_count", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(count_p, "count_p");
+    *count_p = e.param_count();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_param_at(zrt_engine_h engine, int index, zrt_param_h *param_p) {
+  return abi_call("zrt_engine_param_at", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(param_p, "param_p");
+    if (index < 0 || index >= e.param_count())
+      fail(ZRT_ERR_INVALID_ARGUMENT, "index is {}: accepted values are 0 .. {}", index,
+           e.param_count() - 1);
+    *param_p = to_handle<zrt_param_h>(e.param_handles[static_cast<size_t>(index)]);
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_engine_commit(zrt_engine_h engine) {
   return abi_call("zrt_engine_commit", [&] {
     engine_from(engine).commit();

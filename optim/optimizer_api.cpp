@@ -21,10 +21,12 @@ ZRT_API zrt_status_t zrt_optimizer_adam(zrt_context_h context, const zrt_adam_ar
       require_nonnull(v, "v");
       require_nonnull(grads, "grads");
     }
-    if (grad_dtype != ZRT_DTYPE_FP32 && grad_dtype != ZRT_DTYPE_BF16 && grad_dtype != ZRT_DTYPE_FP16)
+    if (grad_dtype != ZRT_DTYPE_FP32 && grad_dtype != ZRT_DTYPE_BF16 &&
+        grad_dtype != ZRT_DTYPE_FP16)
       fail(ZRT_ERR_INVALID_ARGUMENT, "grad_dtype {}: accepted values are fp32, bf16, fp16",
            dtype_name(grad_dtype));
-    if (args->step < 1) fail(ZRT_ERR_INVALID_ARGUMENT, "args->step is {}: steps count from 1", args->step);
+    if (args->step < 1)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "args->step is {}: steps count from 1", args->step);
     if (!(args->beta1 >= 0 && args->beta1 < 1 && args->beta2 >= 0 && args->beta2 < 1))
       fail(ZRT_ERR_INVALID_ARGUMENT, "args->beta1 and beta2 must lie in [0, 1)");
     if (!(args->eps > 0) || !(args->lr >= 0) || !(args->weight_decay >= 0))

@@ -29,9 +29,10 @@ double now() {
 
 // The baseline: the textbook AdamW loop, one element at a time (vectorization disabled so it
 // is the scalar code a user would write without SIMD).
-__attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(
-    float *w, float *m, float *v, const float *g, size_t n, float lr, float beta1, float beta2,
-    float eps, float wd, int step) {
+__attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(float *w, float *m, float *v,
+                                                                 const float *g, size_t n, float lr,
+                                                                 float beta1, float beta2,
+                                                                 float eps, float wd, int step) {
   const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(step));
   const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
   for (size_t i = 0; i < n; ++i) {
@@ -55,7 +56,8 @@ double copy_bandwidth(float *dst, const float *src, size_t n, int threads) {
         size_t e = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
         std::memcpy(dst + b, src + b, (e - b) * sizeof(float));
       });
-    for (auto &p : pool) p.join();
+    for (auto &p : pool)
+      p.join();
     best = std::max(best, 2.0 * static_cast<double>(n) * sizeof(float) / (now() - t0));
   }
   return best;
@@ -80,7 +82,8 @@ double pattern_bandwidth(float *w, float *m, float *v, const float *g, size_t n,
           v[i] += g[i];
         }
       });
-    for (auto &p : pool) p.join();
+    for (auto &p : pool)
+      p.join();
     best = std::max(best, 28.0 * static_cast<double>(n) / (now() - t0));
   }
   return best;
@@ -121,7 +124,8 @@ int run_adam(const AdamOptions &opt) {
   for (int it = 0; it <= opt.iters; ++it) {
     args.step = it + 1;
     double t0 = now();
-    if (zrt_optimizer_adam(ctx, &args, w.get(), m.get(), v.get(), g.get(), ZRT_DTYPE_FP32, n) != ZRT_SUCCESS) {
+    if (zrt_optimizer_adam(ctx, &args, w.get(), m.get(), v.get(), g.get(), ZRT_DTYPE_FP32, n) !=
+        ZRT_SUCCESS) {
       std::fprintf(stderr, "zrt-bench adam: %s\n", zrt_last_error_message());
       return 1;
     }
@@ -163,10 +167,11 @@ int run_adam(const AdamOptions &opt) {
                  static_cast<double>(n) / ours / 1e6, gbs);
       fmt::print("  scalar loop   {:8.4f} s  {:7.1f} M params/s   -> zerort is {:.1f}x faster\n",
                  scalar, static_cast<double>(n) / scalar / 1e6, speedup);
-      fmt::print("  roofline      {:8.2f} GB/s: the better of memcpy ({:.2f}) and AdamW's access "
-                 "pattern without its arithmetic ({:.2f}), same threads\n"
-                 "  zerort reaches {:.0f}% of the roofline\n",
-                 roofline_bw / 1e9, copy_bw / 1e9, pattern_bw / 1e9, 100 * roofline_frac);
+      fmt::print(
+          "  roofline      {:8.2f} GB/s: the better of memcpy ({:.2f}) and AdamW's access "
+          "pattern without its arithmetic ({:.2f}), same threads\n"
+          "  zerort reaches {:.0f}% of the roofline\n",
+          roofline_bw / 1e9, copy_bw / 1e9, pattern_bw / 1e9, 100 * roofline_frac);
     }
   }
   zrt_finalize(ctx);

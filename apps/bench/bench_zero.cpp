@@ -23,21 +23,23 @@ struct ZeroOptions {
   std::vector<int> stages = {0, 1, 2, 3};
 };
 
-#define ZCHECK(call)                                                                  \
-  do {                                                                                \
-    if ((call) != ZRT_SUCCESS) {                                                      \
+#define ZCHECK(call)                                                                     \
+  do {                                                                                   \
+    if ((call) != ZRT_SUCCESS) {                                                         \
       std::fprintf(stderr, "zrt-bench zero: %s: %s\n", #call, zrt_last_error_message()); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                   \
-    }                                                                                 \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
   } while (0)
 
 // Compute that stands in for a layer's matrix products: `passes` multiply-adds per weight.
 float synthetic_compute(const float *w, size_t n, int passes) {
   float acc[16] = {0};
   for (int p = 0; p < passes; ++p)
-    for (size_t i = 0; i < n; ++i) acc[i % 16] += w[i] * 1.0001f;
+    for (size_t i = 0; i < n; ++i)
+      acc[i % 16] += w[i] * 1.0001f;
   float s = 0;
-  for (float a : acc) s += a;
+  for (float a : acc)
+    s += a;
   return s;
 }
 
@@ -51,8 +53,10 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
   const int64_t w_shape[2] = {opt.width, opt.width}, b_shape[1] = {opt.width};
   std::vector<zrt_param_h> W(static_cast<size_t>(opt.layers)), B(static_cast<size_t>(opt.layers));
   for (int l = 0; l < opt.layers; ++l) {
-    ZCHECK(zrt_param_register(e, fmt::format("layer{}.weight", l).c_str(), ZRT_DTYPE_FP32, 2, w_shape, &W[static_cast<size_t>(l)]));
-    ZCHECK(zrt_param_register(e, fmt::format("layer{}.bias", l).c_str(), ZRT_DTYPE_FP32, 1, b_shape, &B[static_cast<size_t>(l)]));
+    ZCHECK(zrt_param_register(e, fmt::format("layer{}.weight", l).c_str(), ZRT_DTYPE_FP32, 2,
+                              w_shape, &W[static_cast<size_t>(l)]));
+    ZCHECK(zrt_param_register(e, fmt::format("layer{}.bias", l).c_str(), ZRT_DTYPE_FP32, 1, b_shape,
+                              &B[static_cast<size_t>(l)]));
   }
   ZCHECK(zrt_engine_commit(e));
   std::vector<float> init(static_cast<size_t>(opt.width) * static_cast<size_t>(opt.width), 0.01f);
@@ -79,7 +83,8 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
         sink = sink + synthetic_compute(static_cast<float *>(data), n, 2 * opt.passes);
         ZCHECK(zrt_grad_data(e, h, &grad));
         float *g = static_cast<float *>(grad);
-        for (size_t i = 0; i < n; ++i) g[i] += 1e-3f;
+        for (size_t i = 0; i < n; ++i)
+          g[i] += 1e-3f;
         ZCHECK(zrt_grad_ready(e, h));
         ZCHECK(zrt_param_release(e, h));
       }
@@ -109,10 +114,11 @@ int run_zero(const ZeroOptions &opt) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const double params = static_cast<double>(opt.layers) * opt.width * (opt.width + 1);
   if (rank == 0 && !opt.json)
-    fmt::print("zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW; "
-               "median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}\n",
-               opt.layers, opt.width, opt.width, params / 1e6, n, opt.steps, "stage", "overlap",
-               "seconds", "vs stage 0");
+    fmt::print(
+        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW; "
+        "median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}\n",
+        opt.layers, opt.width, opt.width, params / 1e6, n, opt.steps, "stage", "overlap", "seconds",
+        "vs stage 0");
   for (bool overlap : {true, false}) {
     double base = 0;
     for (int stage : opt.stages) {
@@ -150,7 +156,8 @@ void add_zero_bench(CLI::App &app) {
   sub->add_option("--width", opt->width, "each layer is width x width")->capture_default_str();
   sub->add_option("--steps", opt->steps, "timed steps per case")->capture_default_str();
   sub->add_option("--passes", opt->passes, "synthetic compute per weight")->capture_default_str();
-  sub->add_option("--stages", opt->stages, "stages to run (0 first, for the ratio)")->delimiter(',');
+  sub->add_option("--stages", opt->stages, "stages to run (0 first, for the ratio)")
+      ->delimiter(',');
   sub->callback([opt] {
     int rc = run_zero(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -145,6 +145,25 @@ ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
 ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
                                         int ndim, const int64_t *shape, zrt_param_h *param_p);
 
+/** @brief What zrt_param_info reports about a parameter. */
+typedef struct zrt_param_info {
+  const char *name; /**< valid while the engine lives */
+  zrt_dtype_t dtype;
+  int ndim;
+  int64_t shape[8];
+  int64_t numel;
+} zrt_param_info_t;
+
+/** @brief Name, dtype and shape of @p param. Local, thread-safe. */
+ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
+                                    zrt_param_info_t *info_p);
+
+/** @brief Number of parameters registered so far. Local. */
+ZRT_API zrt_status_t zrt_engine_param_count(zrt_engine_h engine, int *count_p);
+
+/** @brief The parameter registered @p index -th (from 0). Local. */
+ZRT_API zrt_status_t zrt_engine_param_at(zrt_engine_h engine, int index, zrt_param_h *param_p);
+
 /**
  * @brief Fix the layout: one flat, aligned, padded parameter buffer and its gradient
  * buckets, partitioned over the ranks; allocate every buffer; zero the parameters.
