@@ -762,70 +762,18 @@ double Engine::grad_norm_squared() {
   return total;
 }
 
-void Engine::run_optimizer(float grad_scale) {
-  const double t = static_cast<double>(step_ + 1);
-  if (settings_.optimizer == ZRT_OPTIMIZER_SGD) {
-    SgdStep s;
-    s.lr = static_cast<float>(lr_);
-    s.momentum = static_cast<float>(settings_.momentum);
-    s.weight_decay = static_cast<float>(settings_.weight_decay);
-    s.nesterov = settings_.nesterov;
-    s.grad_scale = grad_scale;
-    for (const OwnedRange &o : owned_) {
-      OptimRange r = optim_range(o);
-      threads_->parallel_for(r.count, 1024, [&](size_t begin, size_t end) {
-        OptimRange sub = r;
-        sub.weights += begin;
-        if (sub.m) sub.m += begin;
-        sub.grads = static_cast<const char *>(r.grads) + begin * esize();
-        if (sub.copy) sub.copy = static_cast<char *>(r.copy) + begin * dtype_size(r.copy_dtype);
-        sub.count = end - begin;
-        kernels_->sgd(s, sub);
-      });
-    }
-    return;
-  }
-  AdamStep s;
-  const double bc1 = 1 - std::pow(settings_.beta1, t), bc2 = 1 - std::pow(settings_.beta2, t);
-  s.beta1 = static_cast<float>(settings_.beta1);
-  s.beta2 = static_cast<float>(settings_.beta2);
-  s.one_minus_beta1 = static_cast<float>(1 - settings_.beta1);
-  s.one_minus_beta2 = static_cast<float>(1 - settings_.beta2);
-  s.eps = static_cast<float>(settings_.eps);
-  s.step_size = static_cast<float>(-lr_ / bc1);
-  s.inv_bc1 = static_cast<float>(1 / bc1);
-  s.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
-  s.grad_scale = grad_scale;
-  if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW)
-    s.decay = static_cast<float>(-lr_ * settings_.weight_decay);
-  if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(settings_.weight_decay);
-  if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
-    s.weight_decay = static_cast<float>(settings_.weight_decay);
-    run_lamb(s);
-    return;
-  }
-  for (const OwnedRange &o : owned_) {
-    OptimRange r = optim_range(o);
-    threads_->parallel_for(r.count, 1024, [&](size_t begin, size_t end) {
-      OptimRange sub = r;
-      sub.weights += begin;
-      sub.m += begin;
-      sub.v += begin;
-      sub.grads = static_cast<const char *>(r.grads) + begin * esize();
-      if (sub.copy) sub.copy = static_cast<char *>(r.copy) + begin * dtype_size(r.copy_dtype);
-      sub.count = end - begin;
-      kernels_->adam(s, sub);
-    });
-  }
+OptimRange Engine::sub_range(const OptimRange &r, size_t begin, size_t count) const {
+  OptimRange sub = r;
+  sub.weights += begin;
+  if (sub.m) sub.m += begin;
+  if (sub.v) sub.v += begin;
+  sub.grads = static_cast<const char *>(r.grads) + begin * esize();
+  if (sub.copy) sub.copy = static_cast<char *>(r.copy) + begin * dtype_size(r.copy_dtype);
+  sub.count = count;
+  return sub;
 }
 
-void Engine::run_lamb(const AdamStep &s) {
-  // Pieces: the intersection of each parameter with each owned range. A parameter's trust
-  // ratio needs its norms over all pieces on all ranks, summed in rank order.
-  struct Piece {
-    int param, owner;
-    OptimRange range;
-  };
+std::vector<Engine::Piece> Engine::param_pieces() const {
   std::vector<Piece> pieces;
   for (const OwnedRange &o : owned_) {
     OptimRange r = optim_range(o);
@@ -834,24 +782,103 @@ void Engine::run_lamb(const AdamStep &s) {
       const ParamInfo &info = params_info_[static_cast<size_t>(p)];
       size_t from = std::max(info.offset, o.flat),
              to = std::min(info.offset + info.numel, o.flat + o.count);
-      if (from >= to) continue;
-      size_t skip = from - o.flat;
-      OptimRange sub = r;
-      sub.weights += skip;
-      sub.m += skip;
-      sub.v += skip;
-      sub.grads = static_cast<const char *>(r.grads) + skip * esize();
-      if (sub.copy) sub.copy = static_cast<char *>(r.copy) + skip * dtype_size(r.copy_dtype);
-      sub.count = to - from;
-      pieces.push_back({p, o.owner, sub});
+      if (from < to) pieces.push_back({p, o.owner, sub_range(r, from - o.flat, to - from)});
     }
   }
+  return pieces;
+}
+
+double Engine::weight_decay_of(int param) const {
+  double wd = params_info_[static_cast<size_t>(param)].weight_decay;
+  return wd >= 0 ? wd : settings_.weight_decay;
+}
+
+void Engine::for_each_range(const std::function<void(int, const OptimRange &)> &kernel) {
+  constexpr size_t kGrain = 4096;
+  if (!custom_decay_) {
+    // One weight decay for everything: whole owned ranges, padding included (zeros stay 0).
+    for (const OwnedRange &o : owned_) {
+      OptimRange r = optim_range(o);
+      threads_->parallel_for(r.count, kGrain, [&](size_t begin, size_t end) {
+        kernel(-1, sub_range(r, begin, end - begin));
+      });
+    }
+    return;
+  }
+  // Per-parameter decay: parameter by parameter; large pieces split across the threads,
+  // small ones shared out whole.
+  std::vector<Piece> pieces = param_pieces(), small;
+  for (const Piece &p : pieces) {
+    if (p.range.count < 8 * kGrain) {
+      small.push_back(p);
+      continue;
+    }
+    threads_->parallel_for(p.range.count, kGrain, [&](size_t begin, size_t end) {
+      kernel(p.param, sub_range(p.range, begin, end - begin));
+    });
+  }
+  threads_->parallel_for(small.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      kernel(small[i].param, small[i].range);
+  });
+}
+
+void Engine::run_optimizer(float grad_scale) {
+  const double t = static_cast<double>(step_ + 1);
+  if (settings_.optimizer == ZRT_OPTIMIZER_SGD) {
+    SgdStep base;
+    base.lr = static_cast<float>(lr_);
+    base.momentum = static_cast<float>(settings_.momentum);
+    base.nesterov = settings_.nesterov;
+    base.grad_scale = grad_scale;
+    for_each_range([&](int param, const OptimRange &r) {
+      SgdStep s = base;
+      s.weight_decay =
+          static_cast<float>(param < 0 ? settings_.weight_decay : weight_decay_of(param));
+      kernels_->sgd(s, r);
+    });
+    return;
+  }
+  AdamStep base;
+  const double bc1 = 1 - std::pow(settings_.beta1, t), bc2 = 1 - std::pow(settings_.beta2, t);
+  base.beta1 = static_cast<float>(settings_.beta1);
+  base.beta2 = static_cast<float>(settings_.beta2);
+  base.one_minus_beta1 = static_cast<float>(1 - settings_.beta1);
+  base.one_minus_beta2 = static_cast<float>(1 - settings_.beta2);
+  base.eps = static_cast<float>(settings_.eps);
+  base.step_size = static_cast<float>(-lr_ / bc1);
+  base.inv_bc1 = static_cast<float>(1 / bc1);
+  base.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
+  base.grad_scale = grad_scale;
+  if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
+    run_lamb(base);
+    return;
+  }
+  for_each_range([&](int param, const OptimRange &r) {
+    AdamStep s = base;
+    double wd = param < 0 ? settings_.weight_decay : weight_decay_of(param);
+    if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr_ * wd);
+    if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(wd);
+    kernels_->adam(s, r);
+  });
+}
+
+void Engine::run_lamb(const AdamStep &base) {
+  // A parameter's trust ratio needs its norms over all its pieces on all ranks, summed in
+  // rank order.
+  std::vector<Piece> pieces = param_pieces();
   const size_t np = params_info_.size(), n = static_cast<size_t>(nranks_);
   std::vector<double> sums(2 * np * n, 0.0);  // [owner][param][w, u]
   std::vector<std::pair<double, double>> piece_sums(pieces.size());
+  auto step_for = [&](int param) {
+    AdamStep s = base;
+    s.weight_decay = static_cast<float>(weight_decay_of(param));
+    return s;
+  };
   threads_->parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
-      kernels_->lamb_moments(s, pieces[i].range, &piece_sums[i].first, &piece_sums[i].second);
+      kernels_->lamb_moments(step_for(pieces[i].param), pieces[i].range, &piece_sums[i].first,
+                             &piece_sums[i].second);
   });
   for (size_t i = 0; i < pieces.size(); ++i) {
     size_t at =
@@ -878,8 +905,18 @@ void Engine::run_lamb(const AdamStep &s) {
   }
   threads_->parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
-      kernels_->lamb_apply(s, pieces[i].range, lr_trust[static_cast<size_t>(pieces[i].param)]);
+      kernels_->lamb_apply(step_for(pieces[i].param), pieces[i].range,
+                           lr_trust[static_cast<size_t>(pieces[i].param)]);
   });
+}
+
+void Engine::set_weight_decay(int index, double weight_decay) {
+  const ParamInfo &p = param(index);
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay))
+    fail(ZRT_ERR_INVALID_ARGUMENT, "weight decay of '{}' is {}: it must be a finite value >= 0",
+         p.name, weight_decay);
+  params_info_[static_cast<size_t>(index)].weight_decay = weight_decay;
+  custom_decay_ = true;
 }
 
 void Engine::gather_updated_params() {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,6 +89,8 @@ class Engine {
   void gather(int index);    // collective (stage 3)
   void release(int index);
   void set_lr(double lr);
+  // Overrides the engine's weight decay for one parameter (biases, norms: often 0).
+  void set_weight_decay(int index, double weight_decay);
   double loss_scale() const { return scaler_.scale(); }
   zrt_memory_report_t memory() const;
 
@@ -127,8 +130,19 @@ class Engine {
   void validate_ready();
   bool overflow();
   double grad_norm_squared();
+  // A parameter's part of an owned range.
+  struct Piece {
+    int param, owner;
+    OptimRange range;
+  };
+  OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;
+  std::vector<Piece> param_pieces() const;
+  double weight_decay_of(int param) const;
+  // Runs kernel(param, range) over everything this rank updates, on the threads; param is
+  // -1 when every parameter has the engine's weight decay.
+  void for_each_range(const std::function<void(int, const OptimRange &)> &kernel);
   void run_optimizer(float grad_scale);
-  void run_lamb(const AdamStep &s);
+  void run_lamb(const AdamStep &base);
   void gather_updated_params();
   void reset_micro_step();
   OptimRange optim_range(const OwnedRange &r) const;
@@ -153,6 +167,7 @@ class Engine {
   std::vector<ParamInfo> params_info_;  // registration, then the layout's copy
   std::map<std::string, int> names_;
   bool committed_ = false;
+  bool custom_decay_ = false;  // some parameter has its own weight decay
   Layout layout_;
   std::vector<OwnedRange> owned_;
 

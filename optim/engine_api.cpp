@@ -161,6 +161,15 @@ ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *rep
   });
 }
 
+ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h param,
+                                                double weight_decay) {
+  return abi_call("zrt_param_set_weight_decay", [&] {
+    Engine &e = engine_from(engine);
+    e.set_weight_decay(param_index(e, param), weight_decay);
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr) {
   return abi_call("zrt_engine_set_lr", [&] {
     engine_from(engine).set_lr(lr);

@@ -20,6 +20,7 @@ struct ParamInfo {
   size_t numel = 0;
   size_t offset = 0;  // first element in the flat (padded) buffer
   int bucket = -1;
+  double weight_decay = -1;  // < 0: the engine's
 };
 
 struct BucketInfo {

@@ -226,6 +226,14 @@ typedef struct zrt_step_report {
  */
 ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p);
 
+/**
+ * @brief Give @p param its own weight decay instead of the engine's (0 for biases and
+ * normalization gains, as is usual). Any time; applies from the next step. Local; every
+ * rank must set the same.
+ */
+ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h param,
+                                                double weight_decay);
+
 /** @brief Change the learning rate (schedules). Local; every rank must set the same. */
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
 
