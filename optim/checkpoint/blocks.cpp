@@ -11,7 +11,8 @@ void decompose(const std::vector<int64_t> &shape, size_t dim, std::vector<hsize_
   if (a >= b) return;
   const size_t n = shape.size();
   size_t stride = 1;
-  for (size_t d = dim + 1; d < n; ++d) stride *= static_cast<size_t>(shape[d]);
+  for (size_t d = dim + 1; d < n; ++d)
+    stride *= static_cast<size_t>(shape[d]);
   auto emit = [&](size_t index, size_t extent) {
     HyperBlock blk;
     blk.start = prefix;
@@ -48,7 +49,8 @@ void decompose(const std::vector<int64_t> &shape, size_t dim, std::vector<hsize_
 
 }  // namespace
 
-std::vector<HyperBlock> range_blocks(const std::vector<int64_t> &shape, size_t begin, size_t count) {
+std::vector<HyperBlock> range_blocks(const std::vector<int64_t> &shape, size_t begin,
+                                     size_t count) {
   std::vector<HyperBlock> out;
   std::vector<hsize_t> prefix;
   decompose(shape, 0, prefix, begin, begin + count, out);

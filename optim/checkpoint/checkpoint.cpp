@@ -35,11 +35,16 @@ const char *optimizer_state_kind(const Engine &e) {
 
 const char *optimizer_type(zrt_optimizer_t o) {
   switch (o) {
-    case ZRT_OPTIMIZER_ADAMW: return "adamw";
-    case ZRT_OPTIMIZER_ADAM: return "adam";
-    case ZRT_OPTIMIZER_SGD: return "sgd";
-    case ZRT_OPTIMIZER_LAMB: return "lamb";
-    default: return "?";
+    case ZRT_OPTIMIZER_ADAMW:
+      return "adamw";
+    case ZRT_OPTIMIZER_ADAM:
+      return "adam";
+    case ZRT_OPTIMIZER_SGD:
+      return "sgd";
+    case ZRT_OPTIMIZER_LAMB:
+      return "lamb";
+    default:
+      return "?";
   }
 }
 
@@ -59,7 +64,8 @@ std::map<int, std::vector<Run>> runs_by_param(const Engine &e, bool for_load) {
     out[p.param].push_back({p.param_offset, p.count, p.master, p.m, p.v});
   }
   for (auto &[param, runs] : out)
-    std::sort(runs.begin(), runs.end(), [](const Run &a, const Run &b) { return a.begin < b.begin; });
+    std::sort(runs.begin(), runs.end(),
+              [](const Run &a, const Run &b) { return a.begin < b.begin; });
   return out;
 }
 
@@ -151,7 +157,8 @@ void prune(const std::string &pattern, int keep) {
   size_t at = pattern.find("{step}");
   if (at == std::string::npos || keep <= 0) return;
   std::string dir = directory_of(pattern);
-  std::string base = pattern.substr(dir == "." && pattern.find('/') == std::string::npos ? 0 : dir.size() + 1);
+  std::string base =
+      pattern.substr(dir == "." && pattern.find('/') == std::string::npos ? 0 : dir.size() + 1);
   size_t base_at = base.find("{step}");
   std::string prefix = base.substr(0, base_at), suffix = base.substr(base_at + 6);
   std::vector<std::pair<long long, std::string>> found;
@@ -185,7 +192,9 @@ std::string expand_path(const std::string &pattern, int64_t step) {
   return out;
 }
 
-std::string params_name(const std::string &param) { return "params/" + param; }
+std::string params_name(const std::string &param) {
+  return "params/" + param;
+}
 
 std::vector<std::string> state_names(const std::string &kind) {
   if (kind == "adam") return {"optimizer/exp_avg/", "optimizer/exp_avg_sq/"};
@@ -197,7 +206,8 @@ uint64_t dataset_hash(int64_t dataset_id) {
   const hid_t dataset = static_cast<hid_t>(dataset_id);
   std::vector<int64_t> shape = h5::dataset_shape(dataset);
   size_t total = 1;
-  for (int64_t d : shape) total *= static_cast<size_t>(d);
+  for (int64_t d : shape)
+    total *= static_cast<size_t>(d);
   XXH3_state_t *state = XXH3_createState();
   XXH3_64bits_reset(state);
   std::vector<float> chunk(std::min(total, kHashChunk));
@@ -239,13 +249,18 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
     {
       h5::Id file;
       run_agreed(comm, [&] { file = h5::create_file(tmp, comm); });
-      nlohmann::json optimizer{{"type", optimizer_type(s.optimizer)}, {"lr", e.lr()},
-                               {"betas", {s.beta1, s.beta2}},         {"eps", s.eps},
-                               {"weight_decay", s.weight_decay},      {"momentum", s.momentum},
+      nlohmann::json optimizer{{"type", optimizer_type(s.optimizer)},
+                               {"lr", e.lr()},
+                               {"betas", {s.beta1, s.beta2}},
+                               {"eps", s.eps},
+                               {"weight_decay", s.weight_decay},
+                               {"momentum", s.momentum},
                                {"nesterov", s.nesterov}};
       LossScaler::State ls = e.scaler().state();
-      nlohmann::json scaler{{"dynamic", e.scaler().dynamic()}, {"scale", ls.scale},
-                            {"hysteresis_left", ls.hysteresis_left}, {"iteration", ls.iteration},
+      nlohmann::json scaler{{"dynamic", e.scaler().dynamic()},
+                            {"scale", ls.scale},
+                            {"hysteresis_left", ls.hysteresis_left},
+                            {"iteration", ls.iteration},
                             {"last_overflow", ls.last_overflow}};
       run_agreed(comm, [&] {
         h5::write_attr(file, "format_version", kFormatVersion);
@@ -270,9 +285,10 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
       for (int p = 0; p < e.param_count(); ++p) {
         const ParamInfo &info = e.param(p);
         std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
-        h5::Id space(h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                               "H5Screate_simple"),
-                     H5Sclose);
+        h5::Id space(
+            h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                      "H5Screate_simple"),
+            H5Sclose);
         const std::vector<Run> &mine = runs[p];
         for (const auto &[prefix, which] : kinds) {
           std::string name = prefix + info.name;
@@ -351,8 +367,8 @@ void load(Engine &e, const std::string &path) {
     int64_t version = h5::read_attr_int(file, "format_version");
     if (version > kFormatVersion)
       fail(ZRT_ERR_IO,
-           "{} has format version {}, newer than this zerort ({}) reads ({}): upgrade zerort",
-           path, version, ZRT_VERSION_STRING, kFormatVersion);
+           "{} has format version {}, newer than this zerort ({}) reads ({}): upgrade zerort", path,
+           version, ZRT_VERSION_STRING, kFormatVersion);
     kind = h5::read_attr_string(file, "optimizer_state");
     step = h5::read_attr_int(file, "step");
     scaler = nlohmann::json::parse(h5::read_attr_string(file, "loss_scaler"));

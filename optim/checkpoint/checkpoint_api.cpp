@@ -10,14 +10,18 @@ using namespace zrt;
 
 namespace {
 
-Engine &engine_of(zrt_engine_h h) { return engine_table().get(handle_value(h), "engine"); }
+Engine &engine_of(zrt_engine_h h) {
+  return engine_table().get(handle_value(h), "engine");
+}
 
 HandleTable<CheckpointFile> &file_table() {
   static HandleTable<CheckpointFile> table("checkpoint");
   return table;
 }
 
-CheckpointFile &file_of(zrt_checkpoint_h h) { return file_table().get(handle_value(h), "checkpoint"); }
+CheckpointFile &file_of(zrt_checkpoint_h h) {
+  return file_table().get(handle_value(h), "checkpoint");
+}
 
 }  // namespace
 
@@ -31,16 +35,19 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
     std::string metadata;
     int keep_last = 0;
     if (params != nullptr) {
-      const uint64_t known = ZRT_CHECKPOINT_PARAM_FIELD_METADATA | ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
+      const uint64_t known =
+          ZRT_CHECKPOINT_PARAM_FIELD_METADATA | ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
       if (params->field_mask & ~known)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}", params->field_mask & ~known);
+        fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
+             params->field_mask & ~known);
       if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_METADATA) {
         require_nonnull(params->metadata, "params->metadata");
         metadata = params->metadata;
       }
       if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST) {
         if (params->keep_last < 0)
-          fail(ZRT_ERR_INVALID_ARGUMENT, "params->keep_last is {}: it must be >= 0", params->keep_last);
+          fail(ZRT_ERR_INVALID_ARGUMENT, "params->keep_last is {}: it must be >= 0",
+               params->keep_last);
         keep_last = params->keep_last;
       }
     }
@@ -135,7 +142,8 @@ ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h checkpoint, const cha
   return abi_call("zrt_checkpoint_write", [&] {
     CheckpointFile &f = file_of(checkpoint);
     require_nonnull(name, "name");
-    if (ndim < 1 || ndim > 8) fail(ZRT_ERR_INVALID_ARGUMENT, "ndim is {}: accepted values are 1 .. 8", ndim);
+    if (ndim < 1 || ndim > 8)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "ndim is {}: accepted values are 1 .. 8", ndim);
     require_nonnull(shape, "shape");
     f.write(name, std::vector<int64_t>(shape, shape + ndim), values);
     return ZRT_SUCCESS;

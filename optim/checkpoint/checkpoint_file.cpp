@@ -24,7 +24,8 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string &path) {
          checkpoint::kFormatVersion);
   std::vector<std::string> names = h5::list_datasets(f->file_);
   f->names_.reserve(names.size());
-  for (const std::string &n : names) f->add_tensor(n);
+  for (const std::string &n : names)
+    f->add_tensor(n);
   return f;
 }
 
@@ -63,7 +64,8 @@ CheckpointFile::~CheckpointFile() {
 void CheckpointFile::add_tensor(const std::string &name) {
   h5::Id d = h5::open_dataset(file_, name);
   std::vector<int64_t> shape = h5::dataset_shape(d);
-  if (shape.size() > 8) fail(ZRT_ERR_IO, "dataset /{} has {} dimensions; at most 8 are supported", name, shape.size());
+  if (shape.size() > 8)
+    fail(ZRT_ERR_IO, "dataset /{} has {} dimensions; at most 8 are supported", name, shape.size());
   names_.push_back(name);
   zrt_checkpoint_tensor_t t{};
   t.ndim = static_cast<int>(shape.size());
@@ -76,7 +78,8 @@ void CheckpointFile::add_tensor(const std::string &name) {
   if (t.has_checksum) t.checksum = h5::read_attr_uint(d, "xxh3");
   tensors_.push_back(t);
   // Names last: names_ may have moved; refresh every pointer.
-  for (size_t i = 0; i < tensors_.size(); ++i) tensors_[i].name = names_[i].c_str();
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    tensors_[i].name = names_[i].c_str();
 }
 
 const zrt_checkpoint_tensor_t &CheckpointFile::tensor(int index) const {
@@ -110,7 +113,8 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
     fail(ZRT_ERR_INVALID_ARGUMENT, "ndim is {}: accepted values are 1 .. 8", shape.size());
   size_t numel = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] <= 0) fail(ZRT_ERR_INVALID_ARGUMENT, "shape[{}] is {}: extents must be positive", i, shape[i]);
+    if (shape[i] <= 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "shape[{}] is {}: extents must be positive", i, shape[i]);
     numel *= static_cast<size_t>(shape[i]);
   }
   require_nonnull(values, "values");
@@ -118,13 +122,17 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
   h5::Quiet quiet;
   if (h5::exists(file_, full)) fail(ZRT_ERR_INVALID_ARGUMENT, "'{}' was already written", name);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  h5::Id space(h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "H5Screate_simple"), H5Sclose);
+  h5::Id space(h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                         "H5Screate_simple"),
+               H5Sclose);
   h5::Id lcpl(h5::check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"), H5Pclose);
   H5Pset_create_intermediate_group(lcpl, 1);
-  h5::Id d(h5::check(H5Dcreate2(file_, full.c_str(), H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT),
+  h5::Id d(h5::check(H5Dcreate2(file_, full.c_str(), H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT,
+                                H5P_DEFAULT),
                      "cannot create /" + full),
            H5Dclose);
-  h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), "cannot write /" + full);
+  h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+            "cannot write /" + full);
   h5::write_attr(d, "xxh3", static_cast<uint64_t>(XXH3_64bits(values, numel * sizeof(float))));
   d.reset();
   add_tensor(full);

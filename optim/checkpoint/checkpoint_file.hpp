@@ -13,7 +13,8 @@ namespace zrt {
 class CheckpointFile {
  public:
   static std::unique_ptr<CheckpointFile> open(const std::string &path);
-  static std::unique_ptr<CheckpointFile> create(const std::string &path, const std::string &metadata);
+  static std::unique_ptr<CheckpointFile> create(const std::string &path,
+                                                const std::string &metadata);
   ~CheckpointFile();
 
   int count() const { return static_cast<int>(tensors_.size()); }

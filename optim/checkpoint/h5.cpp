@@ -9,7 +9,9 @@ Quiet::Quiet() {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
 
-Quiet::~Quiet() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+Quiet::~Quiet() {
+  H5Eset_auto2(H5E_DEFAULT, func_, data_);
+}
 
 std::string last_message() {
   std::string message;
@@ -35,7 +37,10 @@ hid_t check(hid_t id, const std::string &what) {
 namespace {
 Id file_access(MPI_Comm comm) {
   Id fapl(check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose);
-  if (comm != MPI_COMM_NULL) check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  if (comm != MPI_COMM_NULL)
+    check(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+  else  // closing the file closes whatever a failed read left open in it
+    check(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
   return fapl;
 }
 }  // namespace
@@ -44,16 +49,18 @@ Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
   Id fapl = file_access(comm);
   hid_t f = H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
   if (f < 0)
-    fail(ZRT_ERR_IO, "cannot open checkpoint {}: not a readable HDF5 file (missing, truncated or "
-         "corrupted)", path);
+    fail(ZRT_ERR_IO,
+         "cannot open checkpoint {}: not a readable HDF5 file (missing, truncated or "
+         "corrupted)",
+         path);
   return Id(f, H5Fclose);
 }
 
 Id create_file(const std::string &path, MPI_Comm comm) {
   Id fapl = file_access(comm);
-  return Id(check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
-                  "cannot create " + path),
-            H5Fclose);
+  return Id(
+      check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "cannot create " + path),
+      H5Fclose);
 }
 
 bool exists(hid_t file, const std::string &name) {
@@ -90,11 +97,13 @@ Id open_attr(hid_t object, const char *name) {
 }  // namespace
 
 void write_attr(hid_t object, const char *name, const std::string &value) {
+  // Fixed-length strings: a variable-length one lives in HDF5's global heap, whose reader
+  // crashes on a damaged file instead of reporting it.
   Id type(check(H5Tcopy(H5T_C_S1), "H5Tcopy"), H5Tclose);
-  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_size(type, value.size() + 1);
+  H5Tset_strpad(type, H5T_STR_NULLTERM);
   H5Tset_cset(type, H5T_CSET_UTF8);
-  const char *p = value.c_str();
-  write_attr_raw(object, name, type, &p);
+  write_attr_raw(object, name, type, value.c_str());
 }
 void write_attr(hid_t object, const char *name, int64_t value) {
   write_attr_raw(object, name, H5T_NATIVE_INT64, &value);
@@ -106,7 +115,9 @@ void write_attr(hid_t object, const char *name, double value) {
   write_attr_raw(object, name, H5T_NATIVE_DOUBLE, &value);
 }
 
-bool has_attr(hid_t object, const char *name) { return H5Aexists(object, name) > 0; }
+bool has_attr(hid_t object, const char *name) {
+  return H5Aexists(object, name) > 0;
+}
 
 std::string read_attr_string(hid_t object, const char *name) {
   Id attr = open_attr(object, name);
@@ -157,7 +168,8 @@ void visit(hid_t group, const std::string &prefix, std::vector<std::string> &out
   H5G_info_t info;
   check(H5Gget_info(group, &info), "cannot read group /" + prefix);
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    ssize_t n =
+        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     check(static_cast<hid_t>(n), "cannot read a link name in /" + prefix);
     std::string name(static_cast<size_t>(n), '\0');
     H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,

@@ -60,7 +60,8 @@ hid_t check(hid_t id, const std::string &what);
 // The innermost message of HDF5's current error stack ("" if none).
 std::string last_message();
 
-Id open_file(const std::string &path, bool writable, MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
+Id open_file(const std::string &path, bool writable,
+             MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
 Id create_file(const std::string &path, MPI_Comm comm);
 Id open_dataset(hid_t file, const std::string &name);
 bool exists(hid_t file, const std::string &name);

@@ -14,7 +14,8 @@ zrt_status_t unsupported(const char *function) {
 }  // namespace
 
 extern "C" {
-ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h, const char *, const zrt_checkpoint_params_t *) {
+ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h, const char *,
+                                         const zrt_checkpoint_params_t *) {
   return unsupported("zrt_checkpoint_save");
 }
 ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h, const char *) {
@@ -29,7 +30,9 @@ ZRT_API zrt_status_t zrt_checkpoint_open(const char *, zrt_checkpoint_h *) {
 ZRT_API zrt_status_t zrt_checkpoint_create(const char *, const char *, zrt_checkpoint_h *) {
   return unsupported("zrt_checkpoint_create");
 }
-ZRT_API zrt_status_t zrt_checkpoint_close(zrt_checkpoint_h) { return unsupported("zrt_checkpoint_close"); }
+ZRT_API zrt_status_t zrt_checkpoint_close(zrt_checkpoint_h) {
+  return unsupported("zrt_checkpoint_close");
+}
 ZRT_API zrt_status_t zrt_checkpoint_tensor_count(zrt_checkpoint_h, int *) {
   return unsupported("zrt_checkpoint_tensor_count");
 }
@@ -42,7 +45,8 @@ ZRT_API zrt_status_t zrt_checkpoint_read(zrt_checkpoint_h, int, float *) {
 ZRT_API zrt_status_t zrt_checkpoint_verify(zrt_checkpoint_h, int, int *) {
   return unsupported("zrt_checkpoint_verify");
 }
-ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h, const char *, int, const int64_t *, const float *) {
+ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h, const char *, int, const int64_t *,
+                                          const float *) {
   return unsupported("zrt_checkpoint_write");
 }
 }  // extern "C"

@@ -24,7 +24,8 @@ namespace {
 
 bool mentions(const std::string &what) {
   bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok) ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
   return ok;
 }
 
@@ -98,7 +99,8 @@ struct Model {
       zrt_param_info_t info;
       zrt_param_info(engine, params[t], &info);
       std::vector<float> v(static_cast<size_t>(info.numel));
-      for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>((t * 31 + i * 7) % 13) - 0.6f;
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = 0.1f * static_cast<float>((t * 31 + i * 7) % 13) - 0.6f;
       EXPECT_EQ(zrt_param_set(engine, params[t], v.data(), ZRT_DTYPE_FP32), ZRT_SUCCESS);
     }
   }
@@ -180,7 +182,8 @@ TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
       Model m(np, stage);
       if (m.active()) {
         m.train(3, 0);
-        ASSERT_EQ(zrt_checkpoint_save(m.engine, path.c_str(), nullptr), ZRT_SUCCESS) << test::last_error();
+        ASSERT_EQ(zrt_checkpoint_save(m.engine, path.c_str(), nullptr), ZRT_SUCCESS)
+            << test::last_error();
         saved_values[{np, stage}] = m.values();
       }
       files[{np, stage}] = path;
@@ -192,16 +195,19 @@ TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
     ASSERT_EQ(original.size(), kShapes.size() * 3) << "params, exp_avg and exp_avg_sq";
     for (int np : world_sizes())
       for (int stage = 0; stage <= 3; ++stage) {
-        SCOPED_TRACE(fmt::format("saved np {} stage {}, loaded np {} stage {}", from.first, from.second, np, stage));
+        SCOPED_TRACE(fmt::format("saved np {} stage {}, loaded np {} stage {}", from.first,
+                                 from.second, np, stage));
         Model m(np, stage);
-        std::string again = fmt::format("{}/again_np{}_stage{}_{}_{}.h5", dir, np, stage, from.first, from.second);
+        std::string again =
+            fmt::format("{}/again_np{}_stage{}_{}_{}.h5", dir, np, stage, from.first, from.second);
         if (m.active()) {
           ASSERT_EQ(zrt_checkpoint_load(m.engine, path.c_str()), ZRT_SUCCESS) << test::last_error();
           auto v = m.values();
           if (test::rank() == 0 && saved_values.count(from)) {
             EXPECT_EQ(v, saved_values[from]);
           }
-          ASSERT_EQ(zrt_checkpoint_save(m.engine, again.c_str(), nullptr), ZRT_SUCCESS) << test::last_error();
+          ASSERT_EQ(zrt_checkpoint_save(m.engine, again.c_str(), nullptr), ZRT_SUCCESS)
+              << test::last_error();
         }
         MPI_Barrier(MPI_COMM_WORLD);
         EXPECT_EQ(read_all(again), original) << "re-saved state differs";
@@ -339,7 +345,9 @@ TEST(Checkpoint, DamagedFilesAreClearErrorsAndChangeNothing) {
   shapes[0] = {7, 6};
   Model other(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, shapes);
   EXPECT_EQ(zrt_checkpoint_load(other.engine, good.c_str()), ZRT_ERR_IO);
-  mentions("dataset /params/layer0.w has shape [7, 5] but the engine registered 'layer0.w' with shape [7, 6]");
+  mentions(
+      "dataset /params/layer0.w has shape [7, 5] but the engine registered 'layer0.w' with shape "
+      "[7, 6]");
 
   // Nothing was overwritten by the failed loads.
   EXPECT_EQ(m.values(), before);
@@ -364,7 +372,8 @@ TEST(Checkpoint, KeepLastMetadataAndBetweenSteps) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   std::vector<std::string> left;
-  for (auto &e : std::filesystem::directory_iterator(dir)) left.push_back(e.path().filename());
+  for (auto &e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename());
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"ckpt_00000003.h5", "ckpt_00000004.h5"}));
   size_t n = 0;
@@ -404,11 +413,14 @@ TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
     CHECK_OK(zrt_checkpoint_create(path.c_str(), R"({"source": "test"})", &c));
     for (size_t t = 0; t < kShapes.size(); ++t) {
       size_t n = 1;
-      for (auto d : kShapes[t]) n *= static_cast<size_t>(d);
+      for (auto d : kShapes[t])
+        n *= static_cast<size_t>(d);
       std::vector<float> v(n);
-      for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(t) + 0.001f * static_cast<float>(i);
+      for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<float>(t) + 0.001f * static_cast<float>(i);
       CHECK_OK(zrt_checkpoint_write(c, fmt::format("layer{}.w", t).c_str(),
-                                    static_cast<int>(kShapes[t].size()), kShapes[t].data(), v.data()));
+                                    static_cast<int>(kShapes[t].size()), kShapes[t].data(),
+                                    v.data()));
       weights.push_back(v);
     }
     EXPECT_EQ(zrt_checkpoint_write(c, "layer0.w", 1, kShapes[1].data(), weights[1].data()),

@@ -68,7 +68,7 @@ typedef struct zrt_checkpoint *zrt_checkpoint_h;
 
 /** @brief One dataset of a checkpoint. */
 typedef struct zrt_checkpoint_tensor {
-  const char *name;  /**< "params/NAME" or "optimizer/KIND/NAME"; valid until close */
+  const char *name; /**< "params/NAME" or "optimizer/KIND/NAME"; valid until close */
   int ndim;
   int64_t shape[8];
   int64_t numel;
