@@ -2,11 +2,12 @@
 #   make run    install what is missing, configure, build, run the main job
 #   make test   install, build, run every ctest suite but the benchmarks
 #   make bench  build and run the benchmarks
+#   make fuzz   fuzz the checkpoint reader and safetensors parser (FUZZ_SECONDS each)
 SHELL := /bin/bash
 BUILD := build
 SANITIZE_BUILD := build-sanitize
 
-.PHONY: all deps configure build run test bench sanitize format format-check install clean
+.PHONY: all deps configure build run test bench sanitize fuzz format format-check install clean
 
 all: build
 
@@ -36,6 +37,14 @@ sanitize: deps
 	cmake --build --preset sanitize
 	ctest --preset sanitize
 
+# Coverage-guided fuzzing of the checkpoint reader and safetensors parser (clang libFuzzer).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@./scripts/install-deps --fuzz
+	test -f build-fuzz/build.ninja || cmake --preset fuzz
+	cmake --build --preset fuzz
+	./scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)
+
 format:
 	git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | xargs clang-format -i
 
@@ -46,4 +55,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug
+	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug build-fuzz

@@ -27,6 +27,16 @@ if(ZRT_SANITIZE)
   add_compile_definitions(ZRT_SANITIZE=1)
 endif()
 
+# make fuzz: coverage-guided libFuzzer targets (clang only). The code under test is
+# instrumented with fuzzer-no-link; only the fuzz executables link libFuzzer's main.
+if(ZRT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "ZRT_FUZZ needs clang (libFuzzer); use `make fuzz` or the fuzz preset")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 # MPI's C API only: Open MPI's and MPICH's removed C++ bindings would otherwise be pulled
 # into every C++ file that includes mpi.h.
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)

@@ -186,6 +186,10 @@ std::vector<ConfigKey> library_keys() {
       config_key("comm.check_args", ConfigType::Bool, "true",
                  "agree on each collective's kind, count, dtype, op and root across ranks before "
                  "running it, so a mismatch is an error on every rank instead of a hang"),
+      config_key("checkpoint.collective_io", ConfigType::Bool, "false",
+                 "checkpoints read and write their datasets with collective MPI-IO (two-phase "
+                 "aggregation, for parallel file systems with many ranks per file stripe); off: "
+                 "each rank transfers its own contiguous runs independently"),
   };
 }
 

@@ -4,10 +4,12 @@
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
 //   zrt-bench adam [--params 1e8]
 //   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
+//   mpirun -np 2 zrt-bench ckpt [--dir /tmp --stage 2]
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
 #include "bench_adam.hpp"
+#include "bench_ckpt.hpp"
 #include "bench_comm.hpp"
 #include "bench_zero.hpp"
 
@@ -18,6 +20,7 @@ int main(int argc, char **argv) {
   add_comm_bench(app);
   add_adam_bench(app);
   add_zero_bench(app);
+  add_ckpt_bench(app);
   int rc = 0;
   try {
     app.parse(argc, argv);

@@ -1,5 +1,7 @@
 #include "safetensors.hpp"
 
+#include "runtime/half.hpp"  // header-only conversions, no internals
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -14,13 +16,6 @@ namespace safetensors {
 namespace {
 
 constexpr size_t kMaxHeader = size_t{100} << 20;  // the reference implementation's bound
-
-uint16_t to_bf16(float f) {
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
 
 }  // namespace
 
@@ -115,8 +110,7 @@ std::vector<float> to_float(const Tensor &t, const uint8_t *data) {
     } else if (t.dtype == "F16" || t.dtype == "BF16") {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
-      out[i] = t.dtype == "BF16" ? std::bit_cast<float>(uint32_t{h} << 16)
-                                 : static_cast<float>(std::bit_cast<_Float16>(h));
+      out[i] = t.dtype == "BF16" ? zrt::bf16_to_float(h) : zrt::fp16_to_float(h);
     } else {
       throw Error(
           fmt::format("tensor '{}': dtype {} is not a floating-point type", t.name, t.dtype));
@@ -155,8 +149,7 @@ void write(const std::string &path, const std::vector<Output> &tensors, const st
     }
     std::vector<uint16_t> half(t.values.size());
     for (size_t i = 0; i < half.size(); ++i)
-      half[i] = dtype == "BF16" ? to_bf16(t.values[i])
-                                : std::bit_cast<uint16_t>(static_cast<_Float16>(t.values[i]));
+      half[i] = dtype == "BF16" ? zrt::float_to_bf16(t.values[i]) : zrt::float_to_fp16(t.values[i]);
     out.write(reinterpret_cast<const char *>(half.data()),
               static_cast<std::streamsize>(half.size() * 2));
   }

@@ -1,5 +1,7 @@
 #include "selfcheck.hpp"
 
+#include "runtime/half.hpp"  // header-only conversions, no internals
+
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -21,15 +23,6 @@ int value_of(int rank, size_t i, int salt) {
   return static_cast<int>(x % 17) - 8;
 }
 
-uint16_t to_bf16(float f) {
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-uint16_t to_fp16(float f) {
-  return std::bit_cast<uint16_t>(static_cast<_Float16>(f));
-}
-
 size_t dtype_bytes(zrt_dtype_t dt) {
   size_t s = 0;
   zrt_dtype_size(dt, &s);
@@ -46,10 +39,10 @@ void store(void *buf, size_t i, zrt_dtype_t dt, double v) {
       static_cast<double *>(buf)[i] = v;
       break;
     case ZRT_DTYPE_BF16:
-      static_cast<uint16_t *>(buf)[i] = to_bf16(static_cast<float>(v));
+      static_cast<uint16_t *>(buf)[i] = zrt::float_to_bf16(static_cast<float>(v));
       break;
     case ZRT_DTYPE_FP16:
-      static_cast<uint16_t *>(buf)[i] = to_fp16(static_cast<float>(v));
+      static_cast<uint16_t *>(buf)[i] = zrt::float_to_fp16(static_cast<float>(v));
       break;
     default:
       break;

@@ -72,3 +72,42 @@ TEST(Dtype, DivideBufferAveragesInFp32ForHalfTypes) {
   EXPECT_EQ(f[0], 0.25f);
   EXPECT_EQ(f[1], 0.5f);
 }
+
+// The software fp16 conversions (used where the compiler has no _Float16) agree bit for
+// bit with known values, and with _Float16 itself on every half and on a sweep of floats.
+TEST(Dtype, Fp16SoftwareConversionIsExact) {
+  EXPECT_EQ(float_to_fp16_soft(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_fp16_soft(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_fp16_soft(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_fp16_soft(65520.0f), 0x7c00);  // rounds up to inf
+  EXPECT_EQ(float_to_fp16_soft(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_fp16_soft(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(float_to_fp16_soft(std::ldexp(1.0f, -25)), 0x0000);         // tie to even: zero
+  EXPECT_EQ(float_to_fp16_soft(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(fp16_to_float_soft(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(fp16_to_float_soft(0x7bff), 65504.0f);
+  EXPECT_TRUE(std::isnan(fp16_to_float_soft(0x7e00)));
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = fp16_to_float_soft(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(float_to_fp16_soft(f), h) << "half 0x" << std::hex << h;
+  }
+#if defined(__FLT16_MANT_DIG__)
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float hw = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    const float sw = fp16_to_float_soft(static_cast<uint16_t>(h));
+    if (std::isnan(hw)) {
+      ASSERT_TRUE(std::isnan(sw));
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(sw), std::bit_cast<uint32_t>(hw)) << std::hex << h;
+  }
+  // Every float whose exponent fp16 can reach (and beyond, both ways), 2^20 samples.
+  std::mt19937 rng(7);
+  for (int i = 0; i < (1 << 20); ++i) {
+    const uint32_t exponent = 90 + rng() % 60, mantissa = rng() & 0x7fffff, sign = rng() & 1;
+    const float f = std::bit_cast<float>(sign << 31 | exponent << 23 | mantissa);
+    ASSERT_EQ(float_to_fp16_soft(f), std::bit_cast<uint16_t>(static_cast<_Float16>(f))) << f;
+  }
+#endif
+}

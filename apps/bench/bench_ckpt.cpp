@@ -1,0 +1,228 @@
+#include "bench_ckpt.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+#include <zerort/zerort.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct CkptOptions {
+  bool json = false;
+  std::string json_file;  // JSON lines here as well as the table on stdout
+  std::string dir = "/tmp";
+  int layers = 12;  // GPT-2 124M: 12 layers, 768 channels, 50257 tokens, 1024 positions
+  int channels = 768;
+  int stage = 2;
+  int repeats = 3;
+};
+
+#define CCHECK(call)                                                                     \
+  do {                                                                                   \
+    if ((call) != ZRT_SUCCESS) {                                                         \
+      std::fprintf(stderr, "zrt-bench ckpt: %s: %s\n", #call, zrt_last_error_message()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
+  } while (0)
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// GPT-2's parameter tensors (the LM head is tied to the token embedding).
+std::vector<Tensor> gpt2_tensors(int layers, int64_t c) {
+  std::vector<Tensor> t = {{"wte", {50257, c}}, {"wpe", {1024, c}}};
+  for (int l = 0; l < layers; ++l) {
+    auto p = fmt::format("h.{}.", l);
+    t.push_back({p + "ln_1.weight", {c}});
+    t.push_back({p + "ln_1.bias", {c}});
+    t.push_back({p + "attn.c_attn.weight", {c, 3 * c}});
+    t.push_back({p + "attn.c_attn.bias", {3 * c}});
+    t.push_back({p + "attn.c_proj.weight", {c, c}});
+    t.push_back({p + "attn.c_proj.bias", {c}});
+    t.push_back({p + "ln_2.weight", {c}});
+    t.push_back({p + "ln_2.bias", {c}});
+    t.push_back({p + "mlp.c_fc.weight", {c, 4 * c}});
+    t.push_back({p + "mlp.c_fc.bias", {4 * c}});
+    t.push_back({p + "mlp.c_proj.weight", {4 * c, c}});
+    t.push_back({p + "mlp.c_proj.bias", {c}});
+  }
+  t.push_back({"ln_f.weight", {c}});
+  t.push_back({"ln_f.bias", {c}});
+  return t;
+}
+
+double slowest(double seconds) {
+  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return seconds;
+}
+
+// The baseline: every rank pwrite()s its contiguous share of `bytes` into one file, rank 0
+// fsyncs it (as the checkpoint's save does), then every rank pread()s its share back.
+void posix_baseline(const std::string &path, size_t bytes, double *write_s, double *read_s) {
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const size_t share = (bytes + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+  const size_t begin = std::min(bytes, share * static_cast<size_t>(rank));
+  const size_t count = std::min(bytes, begin + share) - begin;
+  std::vector<char> buf(count, static_cast<char>(rank + 1));
+  auto fail = [&](const char *what) {
+    std::fprintf(stderr, "zrt-bench ckpt: %s %s: %s\n", what, path.c_str(), std::strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  };
+  if (rank == 0) std::filesystem::remove(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  if (fd < 0) fail("open");
+  for (size_t done = 0; done < count;) {
+    ssize_t w = ::pwrite(fd, buf.data() + done, count - done, static_cast<off_t>(begin + done));
+    if (w <= 0) fail("pwrite");
+    done += static_cast<size_t>(w);
+  }
+  ::close(fd);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0 || ::fsync(fd) != 0) fail("fsync");
+    ::close(fd);
+  }
+  *write_s = slowest(MPI_Wtime() - t0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) fail("open");
+  for (size_t done = 0; done < count;) {
+    ssize_t r = ::pread(fd, buf.data() + done, count - done, static_cast<off_t>(begin + done));
+    if (r <= 0) fail("pread");
+    done += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  *read_s = slowest(MPI_Wtime() - t0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove(path);
+}
+
+int run_ckpt(const CkptOptions &opt) {
+  zrt_context_h ctx = nullptr;
+  CCHECK(zrt_init(MPI_COMM_WORLD, nullptr, &ctx));
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
+  p.stage = opt.stage;
+  zrt_engine_h e = nullptr;
+  CCHECK(zrt_engine_create(ctx, &p, &e));
+  const auto tensors = gpt2_tensors(opt.layers, opt.channels);
+  std::vector<zrt_param_h> handles;
+  size_t numel_total = 0;
+  for (const Tensor &t : tensors) {
+    zrt_param_h h = nullptr;
+    CCHECK(zrt_param_register(e, t.name.c_str(), ZRT_DTYPE_FP32, static_cast<int>(t.shape.size()),
+                              t.shape.data(), &h));
+    handles.push_back(h);
+    size_t numel = 1;
+    for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+    numel_total += numel;
+  }
+  CCHECK(zrt_engine_commit(e));
+  // One step with gradients of ones, so that AdamW's two state tensors exist and are saved.
+  for (size_t i = handles.size(); i-- > 0;) {
+    void *grad = nullptr;
+    CCHECK(zrt_param_gather(e, handles[i]));
+    CCHECK(zrt_grad_data(e, handles[i], &grad));
+    zrt_param_info_t info = {};
+    CCHECK(zrt_param_info(e, handles[i], &info));
+    std::fill_n(static_cast<float *>(grad), info.numel, 1e-3f);
+    CCHECK(zrt_grad_ready(e, handles[i]));
+    CCHECK(zrt_param_release(e, handles[i]));
+  }
+  CCHECK(zrt_engine_step(e, nullptr));
+
+  const size_t bytes = numel_total * 3 * sizeof(float);  // parameters, exp_avg, exp_avg_sq
+  const std::string path = fmt::format("{}/zrt_bench_ckpt_{}.h5", opt.dir, n);
+  const std::string raw = fmt::format("{}/zrt_bench_ckpt_{}.raw", opt.dir, n);
+  if (rank == 0 && !opt.json)
+    fmt::print(
+        "zrt-bench ckpt: GPT-2 shapes, {} layers x {} channels ({:.1f}M parameters), AdamW, "
+        "stage {}, {} ranks: {:.0f} MB per checkpoint in {}; best of {}\n"
+        "{:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
+        opt.layers, opt.channels, static_cast<double>(numel_total) / 1e6, opt.stage, n,
+        static_cast<double>(bytes) / 1e6, opt.dir, opt.repeats, "op", "seconds", "MB/s",
+        "POSIX MB/s", "POSIX s", "vs POSIX");
+  double save = 1e30, load = 1e30, pw = 1e30, pr = 1e30;
+  for (int r = 0; r < opt.repeats; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    CCHECK(zrt_checkpoint_save(e, path.c_str(), nullptr));
+    save = std::min(save, slowest(MPI_Wtime() - t0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    CCHECK(zrt_checkpoint_load(e, path.c_str()));
+    load = std::min(load, slowest(MPI_Wtime() - t0));
+    double w = 0, rd = 0;
+    posix_baseline(raw, bytes, &w, &rd);
+    pw = std::min(pw, w);
+    pr = std::min(pr, rd);
+  }
+  if (rank == 0) {
+    std::filesystem::remove(path);
+    const double mb = static_cast<double>(bytes) / 1e6;
+    std::FILE *jf = opt.json_file.empty() ? nullptr : std::fopen(opt.json_file.c_str(), "w");
+    for (auto [op, t, base] : {std::tuple{"save", save, pw}, std::tuple{"load", load, pr}}) {
+      nlohmann::json j{{"bench", "ckpt"},   {"case", op},
+                       {"np", n},           {"stage", opt.stage},
+                       {"bytes", bytes},    {"seconds", t},
+                       {"mb_per_s", mb / t}, {"posix_seconds", base},
+                       {"posix_mb_per_s", mb / base}, {"ratio_vs_posix", base / t}};
+      if (jf) fmt::print(jf, "{}\n", j.dump());
+      if (opt.json) {
+        fmt::print("{}\n", j.dump());
+      } else {
+        fmt::print("{:>6} {:>10.3f} {:>10.0f} {:>12.0f} {:>10.3f} {:>9.2f}x\n", op, t, mb / t,
+                   mb / base, base, base / t);
+      }
+    }
+    if (jf) std::fclose(jf);
+    std::fflush(stdout);
+  }
+  CCHECK(zrt_engine_destroy(e));
+  zrt_finalize(ctx);
+  return 0;
+}
+
+}  // namespace
+
+void add_ckpt_bench(CLI::App &app) {
+  auto opt = std::make_shared<CkptOptions>();
+  CLI::App *sub =
+      app.add_subcommand("ckpt", "checkpoint save/load MB/s against POSIX write/read");
+  sub->add_flag("--json", opt->json, "one JSON object per line");
+  sub->add_option("--json-file", opt->json_file, "also write JSON lines to this file");
+  sub->add_option("--dir", opt->dir, "where the files go")->capture_default_str();
+  sub->add_option("--layers", opt->layers, "transformer layers")->capture_default_str();
+  sub->add_option("--channels", opt->channels, "model width")->capture_default_str();
+  sub->add_option("--stage", opt->stage, "ZeRO stage of the engine")->capture_default_str();
+  sub->add_option("--repeats", opt->repeats, "runs of each; the best is reported")
+      ->capture_default_str();
+  sub->callback([opt] {
+    int rc = run_ckpt(*opt);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
