@@ -12,7 +12,9 @@
 
 namespace zrt {
 
-inline float bf16_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
+inline float bf16_to_float(uint16_t h) {
+  return std::bit_cast<float>(uint32_t{h} << 16);
+}
 
 inline uint16_t float_to_bf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
@@ -53,11 +55,19 @@ inline uint16_t float_to_fp16_soft(float f) {
 }
 
 #if defined(__FLT16_MANT_DIG__)
-inline float fp16_to_float(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
-inline uint16_t float_to_fp16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+inline float fp16_to_float(uint16_t h) {
+  return static_cast<float>(std::bit_cast<_Float16>(h));
+}
+inline uint16_t float_to_fp16(float f) {
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+}
 #else
-inline float fp16_to_float(uint16_t h) { return fp16_to_float_soft(h); }
-inline uint16_t float_to_fp16(float f) { return float_to_fp16_soft(f); }
+inline float fp16_to_float(uint16_t h) {
+  return fp16_to_float_soft(h);
+}
+inline uint16_t float_to_fp16(float f) {
+  return float_to_fp16_soft(f);
+}
 #endif
 
 }  // namespace zrt

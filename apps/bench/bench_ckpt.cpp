@@ -138,7 +138,8 @@ int run_ckpt(const CkptOptions &opt) {
                               t.shape.data(), &h));
     handles.push_back(h);
     size_t numel = 1;
-    for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+    for (int64_t d : t.shape)
+      numel *= static_cast<size_t>(d);
     numel_total += numel;
   }
   CCHECK(zrt_engine_commit(e));
@@ -186,11 +187,16 @@ int run_ckpt(const CkptOptions &opt) {
     const double mb = static_cast<double>(bytes) / 1e6;
     std::FILE *jf = opt.json_file.empty() ? nullptr : std::fopen(opt.json_file.c_str(), "w");
     for (auto [op, t, base] : {std::tuple{"save", save, pw}, std::tuple{"load", load, pr}}) {
-      nlohmann::json j{{"bench", "ckpt"},   {"case", op},
-                       {"np", n},           {"stage", opt.stage},
-                       {"bytes", bytes},    {"seconds", t},
-                       {"mb_per_s", mb / t}, {"posix_seconds", base},
-                       {"posix_mb_per_s", mb / base}, {"ratio_vs_posix", base / t}};
+      nlohmann::json j{{"bench", "ckpt"},
+                       {"case", op},
+                       {"np", n},
+                       {"stage", opt.stage},
+                       {"bytes", bytes},
+                       {"seconds", t},
+                       {"mb_per_s", mb / t},
+                       {"posix_seconds", base},
+                       {"posix_mb_per_s", mb / base},
+                       {"ratio_vs_posix", base / t}};
       if (jf) fmt::print(jf, "{}\n", j.dump());
       if (opt.json) {
         fmt::print("{}\n", j.dump());
@@ -211,8 +217,7 @@ int run_ckpt(const CkptOptions &opt) {
 
 void add_ckpt_bench(CLI::App &app) {
   auto opt = std::make_shared<CkptOptions>();
-  CLI::App *sub =
-      app.add_subcommand("ckpt", "checkpoint save/load MB/s against POSIX write/read");
+  CLI::App *sub = app.add_subcommand("ckpt", "checkpoint save/load MB/s against POSIX write/read");
   sub->add_flag("--json", opt->json, "one JSON object per line");
   sub->add_option("--json-file", opt->json_file, "also write JSON lines to this file");
   sub->add_option("--dir", opt->dir, "where the files go")->capture_default_str();

@@ -296,7 +296,10 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
                       "H5Screate_simple"),
             H5Sclose);
         const std::vector<Run> &mine = runs[p];
-        for (const auto &[prefix, which] : kinds) {
+        for (const auto &entry : kinds) {
+          // Named copies: Clang before 16 cannot capture structured bindings in lambdas.
+          const std::string &prefix = entry.first;
+          float *Run::*which = entry.second;
           std::string name = prefix + info.name;
           run_agreed(comm, [&] {
             h5::Id d(h5::check(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space, lcpl,
@@ -418,7 +421,10 @@ void load(Engine &e, const std::string &path) {
   if (moments.size() > 1) kinds.emplace_back(moments[1], &Run::v);
   for (int p = 0; p < e.param_count(); ++p) {
     const ParamInfo &info = e.param(p);
-    for (const auto &[prefix, which] : kinds) {
+    for (const auto &entry : kinds) {
+      // Named copies: Clang before 16 cannot capture structured bindings in lambdas.
+      const std::string &prefix = entry.first;
+      float *Run::*which = entry.second;
       std::string name = prefix + info.name;
       run_agreed(comm, [&] {
         h5::Id d = h5::open_dataset(file, name);

@@ -1,3 +1,5 @@
+#include <cpuid.h>
+
 #include <cstring>
 
 #include "optim/kernels/kernels.hpp"
@@ -5,9 +7,15 @@
 
 namespace zrt {
 
+// F16C from CPUID leaf 1 (ECX bit 29): Clang before 15 has no "f16c" for
+// __builtin_cpu_supports.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 bool cpu_has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 }
 
 bool cpu_has_avx512() {
