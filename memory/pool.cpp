@@ -188,6 +188,17 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
         fmt::format("the request exceeds the pool's limit of {}{}", format_bytes(options_.limit),
                     options_.limit_key.empty() ? "" : " (" + options_.limit_key + ")"));
   size_t size = round_up(bytes, options_.alignment);
+  if (Block *b = cache_.take(size, lifetime)) {
+    // The block freed last with this size and lifetime; its address-map entry stayed.
+    b->state = kind;
+    b->requested = bytes;
+    b->locks = 0;
+    unpoison(host_accessible_, b->addr, bytes);
+    live_ += size;
+    peak_live_ = std::max(peak_live_, live_);
+    ++count_;
+    return b;
+  }
   // Everything that can throw bad_alloc happens before the first change.
   store_.ensure(4);
   addresses_.prepare_insert();
@@ -215,7 +226,7 @@ Block *Pool::other_frontier(Lifetime lifetime) const {
   return b != nullptr && b->state == BlockState::Free ? b : nullptr;
 }
 
-Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why) {
+Block *Pool::best_fit_avoiding(size_t size, Lifetime lifetime) {
   // The free block at the other lifetime's edge of the uncommitted middle is where that
   // side grows into; taking it would strand this allocation among the other lifetime's
   // blocks. It is used only when this side cannot grow.
@@ -223,14 +234,32 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   if (avoid != nullptr) bins_.remove(avoid);
   Block *fit = bins_.best_fit(size, lifetime);
   if (avoid != nullptr) bins_.insert(avoid);
-  if (fit != nullptr) return fit;
+  return fit;
+}
+
+void Pool::flush_cache() {
+  cache_.drain([this](Block *b) {
+    addresses_.erase(b->addr);
+    b->state = BlockState::Free;
+    merge_free(b);
+  });
+}
+
+Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why) {
+  if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
+  // Merge what the quick cache holds before concluding that memory is short.
+  if (cache_.count() > 0) {
+    flush_cache();
+    if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
+  }
   size_t free_bytes = reserved_ - live_;
   if (options_.compact == CompactPolicy::Eager && can_compact() && free_bytes >= size) {
     compact_locked();
     if (Block *f = bins_.best_fit(size, lifetime)) return f;
   }
   if (Block *f = grow(size, lifetime, why)) return f;
-  if (avoid != nullptr && avoid->size >= size) return avoid;
+  // This side cannot grow: the other side's edge block is better than failing.
+  if (Block *edge = other_frontier(lifetime); edge != nullptr && edge->size >= size) return edge;
   // Growth cannot help: compact if the memory would suffice in one piece.
   if (options_.compact != CompactPolicy::Off && can_compact() &&
       free_bytes + uncommitted_bytes() >= size) {
@@ -429,15 +458,31 @@ void Pool::free(void *ptr) {
   auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mutex_);
   Block *b = addresses_.find(p);
-  if (b == nullptr) bad_free(p);
+  if (b == nullptr || b->state == BlockState::Cached) bad_free(p);
   if (b->state == BlockState::Movable)
     fail(ZRT_ERR_INVALID_ARGUMENT,
          "ptr {} is the address of a movable buffer of pool '{}': free it by its handle "
          "(zrt_pool_free_movable)",
          ptr, options_.name);
-  addresses_.erase(p);
+  free_block(b);
+}
+
+void Pool::free_block(Block *b) {
   live_ -= b->size;
   --count_;
+  auto evict = [this](Block *old) {
+    addresses_.erase(old->addr);
+    old->state = BlockState::Free;
+    merge_free(old);
+  };
+  if (cache_.put(b, evict)) {
+    b->state = BlockState::Cached;
+    b->requested = 0;
+    b->locks = 0;
+    poison(host_accessible_, b->addr, b->size);
+    return;
+  }
+  addresses_.erase(b->addr);
   release(b);
 }
 
@@ -447,7 +492,7 @@ void Pool::bad_free(uintptr_t p) const {
     if (!r->contains(p)) continue;
     for (const Block *b = r->first; b != nullptr; b = b->next) {
       if (p < b->addr || p >= b->end()) continue;
-      if (b->state == BlockState::Free)
+      if (b->state == BlockState::Free || b->state == BlockState::Cached)
         fail(ZRT_ERR_INVALID_ARGUMENT,
              "ptr {} is not allocated: it lies in free memory of pool '{}' (freed twice?)", ptr,
              options_.name);
@@ -491,11 +536,8 @@ void Pool::free(BufferId buffer) {
   s.generation = static_cast<uint32_t>((s.generation & kGenerationMask) + 1) & kGenerationMask;
   if (s.generation == 0) s.generation = 1;
   free_slots_.push_back(b.slot);
-  addresses_.erase(b.addr);
-  live_ -= b.size;
-  --count_;
   --movable_count_;
-  release(&b);
+  free_block(&b);
 }
 
 void *Pool::pointer(BufferId buffer, size_t *bytes, uint64_t *generation) const {
@@ -526,6 +568,7 @@ void Pool::unlock(BufferId buffer) {
 size_t Pool::trim() {
   std::lock_guard lock(mutex_);
   store_.ensure(2);
+  flush_cache();
   size_t released = 0;
   size_t page = resource_->granularity();
   auto give_back = [&](Region &r, uintptr_t from, uintptr_t to) {
@@ -632,8 +675,9 @@ uint64_t Pool::generation() const {
   return generation_;
 }
 
-PoolStats Pool::stats() const {
+PoolStats Pool::stats() {
   std::lock_guard lock(mutex_);
+  flush_cache();
   return stats_locked();
 }
 
@@ -664,7 +708,7 @@ PoolStats Pool::stats_locked() const {
   return s;
 }
 
-nlohmann::json Pool::describe() const {
+nlohmann::json Pool::describe() {
   nlohmann::json j = stats().to_json();
   j["name"] = options_.name;
   j["resource"] = resource_->describe();
@@ -687,7 +731,7 @@ void Pool::check() const {
   auto broken = [this](const std::string &what) {
     fail(ZRT_ERR_INTERNAL, "pool '{}' is inconsistent: {}", options_.name, what);
   };
-  size_t reserved = 0, live = 0, count = 0, movable = 0, locked = 0, free_blocks = 0;
+  size_t reserved = 0, live = 0, count = 0, movable = 0, locked = 0, free_blocks = 0, cached = 0;
   for (const auto &r : regions_) {
     uintptr_t at = r->base;
     size_t committed = 0;
@@ -704,6 +748,10 @@ void Pool::check() const {
           if (gap != nullptr || !r->reserved) broken("second or misplaced uncommitted block");
           gap = b;
           continue;
+        case BlockState::Cached:
+          ++cached;
+          if (addresses_.find(b->addr) != b) broken("cached block missing from the address map");
+          break;
         case BlockState::Free:
           ++free_blocks;
           if (b->next != nullptr && b->next->state == BlockState::Free)
@@ -738,7 +786,8 @@ void Pool::check() const {
   if (live != live_) broken(fmt::format("live {} != {}", live_, live));
   if (count != count_ || movable != movable_count_ || locked != locked_count_)
     broken("allocation counts");
-  if (addresses_.size() != count_) broken("address map size");
+  if (cached != cache_.count()) broken("cached blocks and the quick cache disagree");
+  if (addresses_.size() != count_ + cached) broken("address map size");
   if (free_blocks != bins_.count()) broken("bins hold blocks that are not free");
   if (reserved_ > peak_reserved_ || live_ > peak_live_) broken("peaks below current values");
 }

@@ -32,6 +32,7 @@
 #include "memory/address_map.hpp"
 #include "memory/free_bins.hpp"
 #include "memory/pool_block.hpp"
+#include "memory/quick_cache.hpp"
 #include "memory/resource.hpp"
 
 namespace zrt {
@@ -99,8 +100,9 @@ class Pool {
   size_t trim();
 
   uint64_t generation() const;
-  PoolStats stats() const;
-  nlohmann::json describe() const;
+  // Drains the quick cache first, so the free-block figures are exact.
+  PoolStats stats();
+  nlohmann::json describe();
 
   MemorySpace space() const { return resource_->space(); }
   const std::string &name() const { return options_.name; }
@@ -117,6 +119,9 @@ class Pool {
   Block *allocate_block(size_t bytes, Lifetime lifetime, BlockState kind);
   Block *find_or_make_room(size_t size, Lifetime lifetime, std::string *why);
   Block *other_frontier(Lifetime lifetime) const;
+  Block *best_fit_avoiding(size_t size, Lifetime lifetime);
+  void flush_cache();
+  void free_block(Block *b);  // a Raw or Movable block the caller found is freed
   Block *grow(size_t size, Lifetime lifetime, std::string *why);
   Block *grow_reserved(Region &region, size_t size, Lifetime lifetime);
   Block *commit_side(Region &region, size_t bytes, bool low);
@@ -149,7 +154,8 @@ class Pool {
   std::vector<std::unique_ptr<Region>> regions_;
   BlockStore store_;
   FreeBins bins_;
-  AddressMap addresses_;  // every allocated block, raw and movable, by address
+  AddressMap addresses_;  // every allocated or cached block by address
+  QuickCache cache_;
   struct Slot {
     Block *block = nullptr;
     uint32_t generation = 1;

@@ -18,6 +18,7 @@ enum class BlockState : uint8_t {
   Raw,          // allocated; never moves
   Movable,      // allocated; addressed by a handle; compaction may move it
   Uncommitted,  // the reserved but uncommitted middle of a reserving region
+  Cached,       // freed, waiting unmerged in the QuickCache for a request of its size
 };
 
 struct Region;

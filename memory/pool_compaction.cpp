@@ -38,6 +38,7 @@ size_t Pool::defragment() {
 }
 
 size_t Pool::compact_locked() {
+  flush_cache();
   size_t moved = 0;
   for (auto &r : regions_) {
     moved += pack_region(*r, Lifetime::Long);
