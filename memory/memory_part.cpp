@@ -93,6 +93,13 @@ std::unique_ptr<Resource> MemoryPart::make_resource(MemorySpace space) const {
 std::unique_ptr<CopyEngine> MemoryPart::make_copy_engine() const {
   std::string why;
   if (auto e = make_cuda_copy_engine(cuda_device(), &why)) return e;
+  // The copy thread inherits this rank's binding; on a single processing unit it can only
+  // take turns with the rank's compute.
+  if (context_.topology().bound_pus() == 1)
+    log::warn(
+        "activation offload: this rank is bound to one processing unit, which the copy "
+        "thread shares, so copies cannot overlap compute; give each rank two or more "
+        "(e.g. mpirun --bind-to none, or --map-by slot:PE=2)");
   return std::make_unique<ThreadCopyEngine>();
 }
 

@@ -78,11 +78,11 @@ Offload::~Offload() {
     if (!t.live) continue;
     try {
       engine_->wait(t.push_ticket);
-      if (t.stage == Stage::Staged) engine_->wait(t.stage_ticket);
+      if (t.stage == Stage::Staged || t.stage == Stage::Direct) engine_->wait(t.stage_ticket);
     } catch (...) {
       // Nothing more can be done about a failed copy while tearing down.
     }
-    if (t.staging != nullptr) {
+    if (t.stage == Stage::Staged) {
       try {
         t.staging_pool->free(t.staging);
       } catch (...) {
@@ -231,9 +231,25 @@ void Offload::prefetch(uint64_t token) {
   start_stage(t);
 }
 
+void Offload::prefetch_into(uint64_t token, void *dst) {
+  std::lock_guard lock(mutex_);
+  Token &t = token_of(token, "token");
+  require_nonnull(dst, "dst");
+  if (t.stage == Stage::Staged || t.stage == Stage::Direct) return;
+  if (t.stage == Stage::Queued) {
+    std::erase(queued_, static_cast<uint32_t>((token & 0xffffffffu) - 1));
+    t.stage = Stage::None;
+  }
+  // The engine's queue is ordered, so this copy reads what the push wrote.
+  t.stage_ticket = engine_->submit(dst, ring_base_ + t.offset, t.bytes);
+  t.staging = dst;
+  t.stage = Stage::Direct;
+  ++stats_.prefetches;
+}
+
 void Offload::finish(Token &t, uint32_t index, bool fetched) {
   if (t.stage == Stage::Queued) std::erase(queued_, index);
-  if (t.staging != nullptr) {
+  if (t.stage == Stage::Staged) {
     t.staging_pool->free(t.staging);
     --staged_;
   }
@@ -255,17 +271,19 @@ void Offload::fetch(uint64_t token, void *dst) {
   require_nonnull(dst, "dst");
   auto index = static_cast<uint32_t>((token & 0xffffffffu) - 1);
   const void *from = ring_base_ + t.offset;
-  if (t.stage == Stage::Staged) {
+  if (t.stage == Stage::Staged || t.stage == Stage::Direct) {
     wait_ticket(t.stage_ticket);
-    from = t.staging;
+    if (t.stage == Stage::Staged) from = t.staging;
   } else {
     wait_ticket(t.push_ticket);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  engine_->copy(dst, from, t.bytes);
-  double dt = seconds_since(t0);
-  sync_copy_seconds_ += dt;
-  stats_.exposed_seconds += dt;
+  if (t.stage != Stage::Direct || t.staging != dst) {
+    auto t0 = std::chrono::steady_clock::now();
+    engine_->copy(dst, from, t.bytes);
+    double dt = seconds_since(t0);
+    sync_copy_seconds_ += dt;
+    stats_.exposed_seconds += dt;
+  }
   finish(t, index, true);
 }
 
@@ -275,7 +293,7 @@ void Offload::discard(uint64_t token) {
   auto index = static_cast<uint32_t>((token & 0xffffffffu) - 1);
   // The ring and staging space may be reused only once no copy writes into it.
   wait_ticket(t.push_ticket);
-  if (t.stage == Stage::Staged) wait_ticket(t.stage_ticket);
+  if (t.stage == Stage::Staged || t.stage == Stage::Direct) wait_ticket(t.stage_ticket);
   finish(t, index, false);
 }
 

@@ -5,8 +5,11 @@
 //   prefetch  a staging buffer in the source's space is taken (transient, from that
 //             space's pool) and a copy ring -> staging is submitted; at most
 //             prefetch_depth tokens are staged, later prefetches queue
+//   prefetch_into  a copy ring -> the caller's dst is submitted now, so fetch with the
+//             same dst only waits: no staging buffer and no second copy
 //   fetch     waits for the token's last copy, then copies staging (or the ring) -> dst
-//             on the calling thread, and releases everything the token held
+//             on the calling thread unless prefetch_into already put it there, and
+//             releases everything the token held
 //
 // The engine keeps the accounting that zrt_offload_stats reports: bytes offloaded now
 // and at peak, the part of them whose source is device memory (the device memory saved
@@ -61,6 +64,7 @@ class Offload {
   bool test(uint64_t token);
   void wait(uint64_t token);
   void prefetch(uint64_t token);
+  void prefetch_into(uint64_t token, void *dst);
   void fetch(uint64_t token, void *dst);
   void discard(uint64_t token);
 
@@ -69,7 +73,7 @@ class Offload {
   const OffloadOptions &options() const { return options_; }
 
  private:
-  enum class Stage { None, Queued, Staged };
+  enum class Stage { None, Queued, Staged, Direct };
   struct Token {
     bool live = false;
     uint32_t generation = 1;
@@ -78,7 +82,7 @@ class Offload {
     uint64_t push_ticket = 0, stage_ticket = 0;
     Stage stage = Stage::None;
     Pool *staging_pool = nullptr;
-    void *staging = nullptr;
+    void *staging = nullptr;  // Staged: the staging buffer; Direct: the caller's dst
   };
 
   Token &token_of(uint64_t token, const char *argument);

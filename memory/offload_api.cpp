@@ -98,6 +98,14 @@ ZRT_API zrt_status_t zrt_offload_prefetch(zrt_offload_h offload, zrt_offload_tok
   });
 }
 
+ZRT_API zrt_status_t zrt_offload_prefetch_into(zrt_offload_h offload, zrt_offload_token_h token,
+                                               void *dst) {
+  return abi_call("zrt_offload_prefetch_into", [&] {
+    offload_from(offload).prefetch_into(token_value(token), dst);
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_offload_fetch(zrt_offload_h offload, zrt_offload_token_h token,
                                        void *dst) {
   return abi_call("zrt_offload_fetch", [&] {

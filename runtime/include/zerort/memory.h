@@ -29,7 +29,8 @@
  * An offload engine owns a ring of pinned host memory. zrt_offload_push starts copying a
  * tensor (an activation in forward) into the ring and returns a token; in backward,
  * zrt_offload_prefetch starts copying it back into a staging buffer in the tensor's own
- * memory space, at most prefetch_depth tokens ahead (2: double buffering), and
+ * memory space, at most prefetch_depth tokens ahead (2: double buffering), or
+ * zrt_offload_prefetch_into straight into the buffer it will be fetched into, and
  * zrt_offload_fetch delivers it into the caller's buffer and releases the token. Tokens
  * may be fetched in any order; backward usually fetches the newest first. Copies run on a
  * copy thread (host memory) or on a CUDA stream ordered by events (device memory in CUDA
@@ -359,6 +360,17 @@ ZRT_API zrt_status_t zrt_offload_wait(zrt_offload_h offload, zrt_offload_token_h
  * Local, non-blocking, thread-safe.
  */
 ZRT_API zrt_status_t zrt_offload_prefetch(zrt_offload_h offload, zrt_offload_token_h token);
+
+/**
+ * @brief Start bringing @p token back straight into @p dst, so that zrt_offload_fetch
+ * with the same @p dst only waits: no staging buffer and no second copy. Use it when the
+ * destination already exists at prefetch time; on host memory it is the form that hides
+ * the copy (a staging buffer there costs a second copy as long as the first). @p dst
+ * must stay untouched until the fetch. Does nothing if @p token is already staged.
+ * Local, non-blocking, thread-safe.
+ */
+ZRT_API zrt_status_t zrt_offload_prefetch_into(zrt_offload_h offload, zrt_offload_token_h token,
+                                               void *dst);
 
 /**
  * @brief Copy @p token's bytes into @p dst (which may be the original source) and release
