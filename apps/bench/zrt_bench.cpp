@@ -2,16 +2,22 @@
 // the same process (Open MPI's own collective, malloc, a scalar loop), as a ratio.
 //
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
+//   zrt-bench pool [--json]       (the pool against glibc malloc and jemalloc)
+//   zrt-bench offload [--json]    (activation offload against memcpy)
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
 #include "bench_comm.hpp"
+#include "bench_offload.hpp"
+#include "bench_pool.hpp"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   CLI::App app{"zrt-bench: zerort benchmarks, each against a baseline in the same run"};
   app.require_subcommand(1);
   add_comm_bench(app);
+  add_pool_bench(app);
+  add_offload_bench(app);
   int rc = 0;
   try {
     app.parse(argc, argv);
