@@ -263,14 +263,27 @@ void MemoryPart::destroy_offload(OffloadEntry &entry) {
 }
 
 void MemoryPart::describe(nlohmann::json &out) const {
-  std::lock_guard lock(mutex_);
-  nlohmann::json pools = nlohmann::json::object();
-  for (const auto &e : pools_)
-    if (e) pools[e->pool->name()] = e->pool->describe();
-  out["memory"] = {{"pools", pools},
-                   {"user_pools", user_pools_.size()},
-                   {"offload", offload_ ? offload_->offload->describe() : nlohmann::json()},
-                   {"user_offload_engines", user_offloads_.size()}};
+  // Collect under the lock, describe outside it: an offload engine's prefetch holds its
+  // own lock while it asks this part for a staging pool, so the two locks must never be
+  // taken in the other order.
+  std::vector<Pool *> pools;
+  Offload *offload = nullptr;
+  size_t user_pools = 0, user_offloads = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto &e : pools_)
+      if (e) pools.push_back(e->pool.get());
+    if (offload_) offload = offload_->offload.get();
+    user_pools = user_pools_.size();
+    user_offloads = user_offloads_.size();
+  }
+  nlohmann::json j = nlohmann::json::object();
+  for (Pool *p : pools)
+    j[p->name()] = p->describe();
+  out["memory"] = {{"pools", j},
+                   {"user_pools", user_pools},
+                   {"offload", offload != nullptr ? offload->describe() : nlohmann::json()},
+                   {"user_offload_engines", user_offloads}};
 }
 
 }  // namespace zrt

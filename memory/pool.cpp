@@ -447,7 +447,9 @@ void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const st
       fmt::format("pool '{}' cannot allocate {} ({} bytes, {}{}): {}. Pool: {}", options_.name,
                   format_bytes(bytes), bytes, lifetime_name(lifetime), movable ? ", movable" : "",
                   why, stats_locked().summary());
-  log::warn("{}", message);
+  // The caller gets the whole message with the status; the log keeps a trace of it for
+  // programs that handle the error (by offloading, say) without printing it.
+  log::info("{}", message);
   throw Error(ZRT_ERR_OUT_OF_MEMORY, std::move(message));
 }
 
