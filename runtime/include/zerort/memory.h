@@ -11,7 +11,9 @@
  * (parameters, gradients, optimizer state, checkpointed activations) are packed from the
  * low end, ZRT_LIFETIME_TRANSIENT ones (buckets, activations, workspace) from the high
  * end. Within that, the pool picks the smallest free block that fits (best fit) and
- * merges free neighbours.
+ * merges free neighbours; a block just freed is first kept, unmerged, for the next
+ * request of its size and lifetime (the same activation or bucket every step), and
+ * merged before the pool would grow, compact or report stats.
  *
  * Two kinds of allocation live side by side:
  *  - raw allocations (zrt_pool_alloc) never move; their pointer is theirs until freed;
