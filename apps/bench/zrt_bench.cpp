@@ -4,12 +4,16 @@
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
 //   zrt-bench pool [--json]       (the pool against glibc malloc and jemalloc)
 //   zrt-bench offload [--json]    (activation offload against memcpy)
+//   zrt-bench adam [--params 1e8]
+//   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
+#include "bench_adam.hpp"
 #include "bench_comm.hpp"
 #include "bench_offload.hpp"
 #include "bench_pool.hpp"
+#include "bench_zero.hpp"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -18,6 +22,8 @@ int main(int argc, char **argv) {
   add_comm_bench(app);
   add_pool_bench(app);
   add_offload_bench(app);
+  add_adam_bench(app);
+  add_zero_bench(app);
   int rc = 0;
   try {
     app.parse(argc, argv);
