@@ -323,6 +323,31 @@ TEST(MemoryApi, PinnedMemoryExhaustedIsAClearStatus) {
   EXPECT_EQ(zrt_pool_destroy(small), ZRT_SUCCESS);
 }
 
+// The ZeRO engine takes its state and buffers from the context's host pool: they show in
+// its stats while the engine lives and are given back when it is destroyed. Collective.
+TEST(MemoryApi, EngineStateComesFromTheContextHostPool) {
+  zrt_pool_h host = nullptr;
+  ASSERT_EQ(zrt_context_pool(test::context(), ZRT_MEMORY_HOST, &host), ZRT_SUCCESS);
+  const size_t before = stats_of(host).live_bytes;
+
+  zrt_engine_params_t params;
+  std::memset(&params, 0, sizeof params);
+  params.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
+  params.stage = 0;  // every rank holds all of it: parameters, gradients, two Adam moments
+  zrt_engine_h engine = nullptr;
+  zrt_param_h w = nullptr;
+  const int64_t shape[2] = {256, 1024};  // 1 MiB of fp32
+  bool ok = zrt_engine_create(test::context(), &params, &engine) == ZRT_SUCCESS &&
+            zrt_param_register(engine, "w", ZRT_DTYPE_FP32, 2, shape, &w) == ZRT_SUCCESS &&
+            zrt_engine_commit(engine) == ZRT_SUCCESS;
+  EXPECT_TRUE(ok) << test::last_error();
+  const size_t during = stats_of(host).live_bytes;
+  EXPECT_GE(during, before + 4 * MiB);
+  if (engine != nullptr) EXPECT_EQ(zrt_engine_destroy(engine), ZRT_SUCCESS);
+  EXPECT_EQ(stats_of(host).live_bytes, before);
+  EXPECT_TRUE(test::all_ranks(!HasFailure()));
+}
+
 TEST(OffloadApi, RoundTripThroughTheContextEngine) {
   zrt_offload_h off = nullptr, again = nullptr;
   ASSERT_EQ(zrt_context_offload(test::context(), &off), ZRT_SUCCESS) << test::last_error();
