@@ -140,4 +140,10 @@ if(ZRT_BUILD_BENCHMARKS)
   if(NOT benchmark_FOUND)
     zrt_missing("Google Benchmark" libbenchmark-dev "spack load benchmark" ZRT_BUILD_BENCHMARKS)
   endif()
+  # jemalloc is a baseline of zrt-bench pool; without it the pool is compared with glibc only.
+  pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
+  if(NOT JEMALLOC_FOUND)
+    message(STATUS "zerort: jemalloc not found (libjemalloc-dev): zrt-bench pool compares "
+                   "with glibc malloc only")
+  endif()
 endif()

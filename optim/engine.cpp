@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "comm/dtype.hpp"
+#include "memory/memory_part.hpp"
 #include "optim/engine_part.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
@@ -378,20 +379,26 @@ void Engine::commit() {
   const size_t state = settings_.stage == 0 ? total : shard;
 
   run_agreed(control_, [&] {
-    params_ = HostBuffer((settings_.stage == 3 ? shard : total) * es);
-    if (mixed()) master_ = HostBuffer(state * sizeof(float));
+    // Long-lived state packs at one end of the context's host pool, buckets and landing
+    // buffers at the other.
+    host_ = &context_.part<MemoryPart>().pool(MemorySpace::Host);
+    const Lifetime kLong = Lifetime::Long;
+    params_ = HostBuffer(*host_, (settings_.stage == 3 ? shard : total) * es, kLong);
+    if (mixed()) master_ = HostBuffer(*host_, state * sizeof(float), kLong);
     bool two_moments = settings_.optimizer != ZRT_OPTIMIZER_SGD;
-    if (two_moments || settings_.momentum > 0) m_ = HostBuffer(state * sizeof(float));
-    if (two_moments) v_ = HostBuffer(state * sizeof(float));
-    grads_ = HostBuffer((settings_.stage <= 1 ? total : shard) * es);
+    if (two_moments || settings_.momentum > 0)
+      m_ = HostBuffer(*host_, state * sizeof(float), kLong);
+    if (two_moments) v_ = HostBuffer(*host_, state * sizeof(float), kLong);
+    grads_ = HostBuffer(*host_, (settings_.stage <= 1 ? total : shard) * es, kLong);
     if (settings_.stage >= 2)
       for (int i = 0; i < 2; ++i) {
-        bucket_buffers_.emplace_back(layout_.max_bucket() * es);
+        bucket_buffers_.emplace_back(*host_, layout_.max_bucket() * es, Lifetime::Transient);
         free_buffers_.push_back(i);
       }
     if (settings_.stage == 1 || (settings_.stage >= 2 && settings_.accumulation_steps > 1))
       for (int i = 0; i < 2; ++i) {
-        scratch_.emplace_back(layout_.max_bucket() / static_cast<size_t>(nranks_) * es);
+        scratch_.emplace_back(*host_, layout_.max_bucket() / static_cast<size_t>(nranks_) * es,
+                              Lifetime::Transient);
         free_scratch_.push_back(i);
       }
   });
@@ -530,7 +537,7 @@ char *Engine::bucket_buffer(int bucket) {
       } else {
         // Backward is writing more buckets than there are buffers before any is complete
         // (gradients out of bucket order): grow rather than stall.
-        bucket_buffers_.emplace_back(layout_.max_bucket() * esize());
+        bucket_buffers_.emplace_back(*host_, layout_.max_bucket() * esize(), Lifetime::Transient);
         free_buffers_.push_back(static_cast<int>(bucket_buffers_.size()) - 1);
         log::debug("engine: gradient bucket buffer #{} added", bucket_buffers_.size());
       }
@@ -548,7 +555,8 @@ int Engine::acquire_scratch() {
     if (!in_flight_.empty()) {
       complete_oldest();
     } else {
-      scratch_.emplace_back(layout_.max_bucket() / static_cast<size_t>(nranks_) * esize());
+      scratch_.emplace_back(*host_, layout_.max_bucket() / static_cast<size_t>(nranks_) * esize(),
+                            Lifetime::Transient);
       free_scratch_.push_back(static_cast<int>(scratch_.size()) - 1);
     }
   }
@@ -1004,7 +1012,7 @@ void Engine::fetch(int bucket, bool wait_now) {
       spare_gather_.erase(it);
       break;
     }
-  if (buf.empty()) buf = HostBuffer(layout_.max_bucket() * es, false);
+  if (buf.empty()) buf = HostBuffer(*host_, layout_.max_bucket() * es, Lifetime::Transient, false);
   resident_elements_ += b.length;
   gathered_used_[static_cast<size_t>(bucket)] = ++use_clock_;
   CollArgs a;

@@ -188,6 +188,7 @@ class Engine {
   int rank_ = 0, nranks_ = 1;
   const KernelTable *kernels_ = nullptr;
   ThreadPool *threads_ = nullptr;  // the context's (EnginePart)
+  Pool *host_ = nullptr;           // the context's host pool (MemoryPart), taken at commit
   LossScaler scaler_;
 
   std::vector<ParamInfo> params_info_;  // registration, then the layout's copy

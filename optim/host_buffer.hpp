@@ -1,12 +1,15 @@
-// An owned, 64-byte aligned, zero-initialized host allocation for the engine's long-lived
-// state. (The memory layer's pool takes this over; the engine only needs data and size.)
+// An owned, zero-initialized host allocation for the engine's state and buffers, taken
+// from the context's host pool (memory/): long-lived state (parameters, master weights,
+// moments, the gradient buffer) packs at one end of the pool, transient buffers (gradient
+// buckets, landing slices, gathered stage-3 buckets) at the other. Raw allocations: the
+// addresses reach the program (zrt_param_data, zrt_grad_data) and MPI, so they never move.
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <utility>
+
+#include "memory/pool_buffer.hpp"
 
 namespace zrt {
 
@@ -14,38 +17,30 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   // zeroed = false skips the memset, for buffers that are entirely overwritten first.
-  explicit HostBuffer(size_t bytes, bool zeroed = true) : bytes_(bytes) {
+  // Throws zrt::Error (out of memory, with the pool's stats) when the pool cannot serve it.
+  HostBuffer(Pool &pool, size_t bytes, Lifetime lifetime, bool zeroed = true) {
     if (bytes == 0) return;
-    size_t rounded = (bytes + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded);
-    if (data_ == nullptr) throw std::bad_alloc();
-    if (zeroed) std::memset(data_, 0, rounded);
+    alloc_ = PoolAllocation::allocate(pool, bytes, lifetime);
+    if (zeroed) std::memset(alloc_.data(), 0, bytes);
   }
-  ~HostBuffer() { std::free(data_); }
-  HostBuffer(HostBuffer &&o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  HostBuffer &operator=(HostBuffer &&o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
+  HostBuffer(HostBuffer &&) noexcept = default;
+  HostBuffer &operator=(HostBuffer &&) noexcept = default;
   HostBuffer(const HostBuffer &) = delete;
   HostBuffer &operator=(const HostBuffer &) = delete;
 
   template <class T = void>
   T *data() const {
-    return static_cast<T *>(data_);
+    return static_cast<T *>(alloc_.data());
   }
-  char *bytes() const { return static_cast<char *>(data_); }
-  size_t size() const { return bytes_; }
-  bool empty() const { return data_ == nullptr; }
+  char *bytes() const { return static_cast<char *>(alloc_.data()); }
+  size_t size() const { return alloc_.size(); }
+  bool empty() const { return !alloc_; }
   void zero() {
-    if (data_ != nullptr) std::memset(data_, 0, bytes_);
+    if (alloc_) std::memset(alloc_.data(), 0, alloc_.size());
   }
 
  private:
-  void *data_ = nullptr;
-  size_t bytes_ = 0;
+  PoolAllocation alloc_;
 };
 
 }  // namespace zrt

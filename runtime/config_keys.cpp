@@ -7,6 +7,15 @@ namespace zrt {
 
 namespace {
 
+ConfigKey config_size(std::string name, std::string default_value, int64_t min, int64_t max,
+                      std::string doc) {
+  ConfigKey k =
+      config_key(std::move(name), ConfigType::Size, std::move(default_value), std::move(doc));
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
 ConfigKey with_env(ConfigKey k, std::string env) {
   k.env = std::move(env);
   return k;
@@ -164,6 +173,7 @@ std::vector<ConfigKey> engine_keys() {
 }
 
 std::vector<ConfigKey> library_keys() {
+  constexpr int64_t kMaxBytes = int64_t{1} << 50;
   ConfigKey file =
       config_key("config_file", ConfigType::String, "", "JSON configuration file read at zrt_init");
   file.env = "ZRT_CONFIG";
@@ -190,6 +200,32 @@ std::vector<ConfigKey> library_keys() {
                  "checkpoints read and write their datasets with collective MPI-IO (two-phase "
                  "aggregation, for parallel file systems with many ranks per file stripe); off: "
                  "each rank transfers its own contiguous runs independently"),
+      config_size("memory.host.limit", "0", 0, kMaxBytes,
+                  "most host memory the context's host pool may reserve; 0: the node's physical "
+                  "memory"),
+      config_size("memory.host.segment_bytes", "2M", 4096, kMaxBytes,
+                  "the host pool grows and trims by whole segments of this size"),
+      config_size("memory.pinned_host.limit", "0", 0, kMaxBytes,
+                  "most pinned host memory the context's pinned pool may reserve; 0: half the "
+                  "node's physical memory"),
+      config_size("memory.pinned_host.segment_bytes", "2M", 4096, kMaxBytes,
+                  "growth step of the pinned host pool (at least 64M with cudaHostAlloc)"),
+      config_size("memory.device.limit", "0", 0, kMaxBytes,
+                  "most device memory the context's device pool may reserve; 0: the GPU's memory"),
+      config_size("memory.device.segment_bytes", "64M", 4096, kMaxBytes,
+                  "the device pool adds cudaMalloc segments of this size (or of the request, if "
+                  "larger)"),
+      config_size("memory.alignment", "256", 64, int64_t{1} << 20,
+                  "alignment of every pool allocation, a power of two; sizes round up to it"),
+      config_choice("memory.compact", "auto", {"auto", "eager", "off"},
+                    "when an allocation compacts its pool: auto when the pool cannot grow but its "
+                    "free memory would suffice in one piece, eager also before growing, off only "
+                    "in zrt_pool_defragment"),
+      config_size("offload.ring_bytes", "256M", 4096, kMaxBytes,
+                  "pinned host ring of the context's activation offload engine"),
+      config_int(
+          "offload.prefetch_depth", 2, 1, 64,
+          "tokens an offload engine stages ahead of zrt_offload_fetch (2: double buffering)"),
   };
 }
 

@@ -29,14 +29,16 @@ Timing time_collective(MPI_Comm comm, const TimingPolicy &policy, const std::fun
 }
 
 std::string format_bytes(size_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   double v = static_cast<double>(bytes);
-  while (v >= 1024 && u < 3 && bytes % (size_t{1} << (10 * (u + 1))) == 0) {
+  while (v >= 1024 && u < 4) {
     v /= 1024;
     ++u;
   }
-  return fmt::format("{:g} {}", v, units[u]);
+  // Three significant digits at most, never in exponent form.
+  if (v >= 100) return fmt::format("{:.0f} {}", v, units[u]);
+  return fmt::format("{:.3g} {}", v, units[u]);
 }
 
 bool parse_bytes(const std::string &text, size_t *bytes) {

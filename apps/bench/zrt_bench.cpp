@@ -2,6 +2,8 @@
 // the same process (Open MPI's own collective, malloc, a scalar loop), as a ratio.
 //
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
+//   zrt-bench pool [--json]       (the pool against glibc malloc and jemalloc)
+//   zrt-bench offload [--json]    (activation offload against memcpy)
 //   zrt-bench adam [--params 1e8]
 //   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
 //   mpirun -np 2 zrt-bench ckpt [--dir /tmp --stage 2]
@@ -11,6 +13,8 @@
 #include "bench_adam.hpp"
 #include "bench_ckpt.hpp"
 #include "bench_comm.hpp"
+#include "bench_offload.hpp"
+#include "bench_pool.hpp"
 #include "bench_zero.hpp"
 
 int main(int argc, char **argv) {
@@ -18,6 +22,8 @@ int main(int argc, char **argv) {
   CLI::App app{"zrt-bench: zerort benchmarks, each against a baseline in the same run"};
   app.require_subcommand(1);
   add_comm_bench(app);
+  add_pool_bench(app);
+  add_offload_bench(app);
   add_adam_bench(app);
   add_zero_bench(app);
   add_ckpt_bench(app);

@@ -15,6 +15,7 @@
 #include "zerort/context.h"
 #include "zerort/defs.h"
 #include "zerort/engine.h"
+#include "zerort/memory.h"
 #include "zerort/optimizer.h"
 #include "zerort/status.h"
 #include "zerort/version.h"

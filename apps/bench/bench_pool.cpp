@@ -1,0 +1,348 @@
+// zrt-bench pool: allocation latency of zerort's pool next to glibc malloc and jemalloc,
+// and the memory a training-like trace makes each of them reserve.
+//
+// Latency: for each size, a round allocates `depth` blocks and frees them in a shuffled
+// order; a sample is enough rounds to last 50 us (this machine's clock is slow to read);
+// the figure is the median over samples of the time per allocation + free. depth 1 is
+// the best case of every allocator (the block just freed comes straight back); depth 16
+// keeps several tensors live, as a training step does. Memory is not touched: the
+// figure is the allocator's own cost, page faults excluded.
+//
+// Trace: the model state of a GPT-2-like network (weights, gradients, Adam moments) is
+// allocated once; then each iteration allocates every layer's activations in forward,
+// and in backward frees them layer by layer while gradient buckets and workspaces come
+// and go. Peak reserved memory over peak live memory says how much each allocator wastes.
+#include "bench_pool.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <zerort/zerort.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "baseline_allocators.hpp"
+#include "timing.hpp"
+
+namespace {
+
+struct PoolOptions {
+  bool json = false;
+  std::string json_file;
+  std::string min_bytes = "1K";
+  std::string max_bytes = "64M";
+  int factor = 4;
+  std::vector<int> depths = {1, 16};
+  int samples = 15;
+  bool trace = true;
+  int layers = 12;
+  int hidden = 768;
+  int tokens = 2048;
+  int iterations = 3;
+};
+
+[[noreturn]] void die(const char *what) {
+  std::fprintf(stderr, "zrt-bench pool: %s failed: %s\n", what, zrt_last_error_message());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+double now() {
+  return MPI_Wtime();
+}
+
+// Median nanoseconds per allocate + free of `bytes`, `depth` blocks live at once.
+template <class Alloc, class Free>
+double latency_ns(size_t bytes, int depth, int samples, Alloc &&alloc, Free &&release) {
+  std::vector<void *> blocks(static_cast<size_t>(depth));
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  auto round = [&] {
+    for (void *&b : blocks)
+      b = alloc(bytes);
+    for (size_t i : order)
+      release(blocks[i]);
+  };
+  round();  // warm-up: the first round pays for growth in every allocator
+  long reps = 1;
+  for (;;) {
+    double t0 = now();
+    for (long r = 0; r < reps; ++r)
+      round();
+    if (now() - t0 >= 5e-5 || reps >= (1L << 20)) break;
+    reps *= 2;
+  }
+  std::vector<double> per_op;
+  for (int s = 0; s < samples; ++s) {
+    double t0 = now();
+    for (long r = 0; r < reps; ++r)
+      round();
+    per_op.push_back((now() - t0) / static_cast<double>(reps * depth));
+  }
+  std::sort(per_op.begin(), per_op.end());
+  return per_op[per_op.size() / 2] * 1e9;
+}
+
+// One allocator as the trace sees it.
+struct TraceTarget {
+  std::function<void *(size_t, bool long_lived)> alloc;
+  std::function<void(void *)> release;
+  std::function<size_t()> reserved;  // now; the trace keeps the peak
+};
+
+struct TraceResult {
+  size_t peak_live = 0, peak_reserved = 0, operations = 0;
+  double ratio() const {
+    return peak_live > 0 ? static_cast<double>(peak_reserved) / static_cast<double>(peak_live) : 0;
+  }
+};
+
+TraceResult run_trace(const PoolOptions &opt, TraceTarget &t, bool sample_reserved_each_op) {
+  TraceResult r;
+  size_t live = 0;
+  std::vector<std::pair<void *, size_t>> state;
+  auto take = [&](size_t bytes, bool long_lived) {
+    void *p = t.alloc(bytes, long_lived);
+    live += bytes;
+    r.peak_live = std::max(r.peak_live, live);
+    ++r.operations;
+    if (sample_reserved_each_op) r.peak_reserved = std::max(r.peak_reserved, t.reserved());
+    return p;
+  };
+  auto give = [&](void *p, size_t bytes) {
+    t.release(p);
+    live -= bytes;
+    ++r.operations;
+  };
+  const size_t h = static_cast<size_t>(opt.hidden), T = static_cast<size_t>(opt.tokens), f = 4;
+  // Model state: weights, gradients, Adam m and v of every tensor (fp32).
+  std::vector<size_t> tensors = {50257 * h * f, 1024 * h * f};
+  for (int l = 0; l < opt.layers; ++l)
+    for (size_t n : {2 * h, 3 * h * h + 3 * h, h * h + h, 2 * h, 4 * h * h + 4 * h, 4 * h * h + h})
+      tensors.push_back(n * f);
+  for (int copy = 0; copy < 4; ++copy)
+    for (size_t bytes : tensors)
+      state.push_back({take(bytes, true), bytes});
+  const std::vector<size_t> activations = {T * h, 3 * T * h, T * h,    T * h,
+                                           T * h, 4 * T * h, 4 * T * h};
+  const size_t bucket = size_t{25} << 20;
+  std::mt19937_64 rng(3);
+  for (int it = 0; it < opt.iterations; ++it) {
+    std::vector<std::vector<std::pair<void *, size_t>>> acts(static_cast<size_t>(opt.layers));
+    for (auto &layer : acts) {
+      for (size_t n : activations)
+        layer.push_back({take(n * f, false), n * f});
+      size_t scratch = (2 * T * h + rng() % (T * h)) * f;  // attention workspace
+      give(take(scratch, false), scratch);
+    }
+    std::pair<void *, size_t> reducing{nullptr, 0};
+    for (int l = opt.layers - 1; l >= 0; --l) {
+      size_t ws = 4 * T * h * f;  // the layer's input-gradient workspace
+      void *w = take(ws, false);
+      std::pair<void *, size_t> filling{take(bucket, false), bucket};
+      for (auto &[p, n] : acts[static_cast<size_t>(l)])
+        give(p, n);
+      give(w, ws);
+      if (reducing.first != nullptr) give(reducing.first, reducing.second);
+      reducing = filling;  // reduced while the next layer's backward runs
+    }
+    give(reducing.first, reducing.second);
+  }
+  r.peak_reserved = std::max(r.peak_reserved, t.reserved());
+  for (auto &[p, n] : state)
+    give(p, n);
+  return r;
+}
+
+int run_pool(const PoolOptions &opt) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  size_t min_bytes = 0, max_bytes = 0;
+  if (!parse_bytes(opt.min_bytes, &min_bytes) || !parse_bytes(opt.max_bytes, &max_bytes) ||
+      min_bytes == 0 || max_bytes < min_bytes || opt.factor < 2 || opt.samples < 1 ||
+      opt.depths.empty() || *std::min_element(opt.depths.begin(), opt.depths.end()) < 1) {
+    if (rank == 0)
+      std::fprintf(stderr, "zrt-bench pool: bad sizes, --factor, --depths or --samples\n");
+    return 2;
+  }
+  zrt_context_h ctx = nullptr;
+  if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) die("zrt_init");
+  std::FILE *json_out = nullptr;
+  if (rank == 0 && !opt.json_file.empty()) {
+    json_out = std::fopen(opt.json_file.c_str(), "w");
+    if (json_out == nullptr) {
+      std::fprintf(stderr, "zrt-bench pool: cannot write %s\n", opt.json_file.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  auto emit = [&](const nlohmann::json &j) {
+    if (rank != 0) return;
+    if (opt.json) fmt::print("{}\n", j.dump());
+    if (json_out != nullptr) fmt::print(json_out, "{}\n", j.dump());
+  };
+  bool je = baseline::have_jemalloc();
+  // A pool of its own, so nothing else the context does shares its arena.
+  zrt_pool_params_t params{};
+  params.field_mask = ZRT_POOL_PARAM_FIELD_NAME;
+  params.name = "bench";
+  zrt_pool_h pool = nullptr;
+  if (zrt_pool_create(ctx, &params, &pool) != ZRT_SUCCESS) die("zrt_pool_create");
+  auto pool_alloc = [&](size_t n) {
+    void *p = nullptr;
+    if (zrt_pool_alloc(pool, n, ZRT_LIFETIME_TRANSIENT, &p) != ZRT_SUCCESS) die("zrt_pool_alloc");
+    return p;
+  };
+  auto pool_free = [&](void *p) {
+    if (zrt_pool_free(pool, p) != ZRT_SUCCESS) die("zrt_pool_free");
+  };
+  auto check = [](void *p) {
+    if (p == nullptr) {
+      std::fprintf(stderr, "zrt-bench pool: a baseline allocator returned NULL\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+  };
+
+  if (rank == 0 && !opt.json) {
+    fmt::print(
+        "zrt-bench pool: median ns per allocation + free, `depth` blocks live at once; ratios "
+        "are pool time / baseline time (lower is better, target <= 0.5 vs malloc)\n"
+        "baselines: glibc malloc{}\n",
+        je ? ", jemalloc " + baseline::jemalloc_version() : " (jemalloc not built in)");
+    fmt::print("{:>5} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9}\n", "depth", "size", "pool ns",
+               "malloc ns", "jemalloc", "vs malloc", "vs jemal.");
+  }
+  for (int depth : opt.depths) {
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= static_cast<size_t>(opt.factor)) {
+      double ours = latency_ns(bytes, depth, opt.samples, pool_alloc, pool_free);
+      double libc = latency_ns(
+          bytes, depth, opt.samples, [&](size_t n) { return check(baseline::libc_malloc(n)); },
+          baseline::libc_free);
+      double jem =
+          je ? latency_ns(
+                   bytes, depth, opt.samples,
+                   [&](size_t n) { return check(baseline::je_malloc(n)); }, baseline::je_free)
+             : 0;
+      nlohmann::json j{{"bench", "pool"},
+                       {"pattern", depth == 1 ? "pair" : "batch"},
+                       {"depth", depth},
+                       {"size", bytes},
+                       {"pool_ns", ours},
+                       {"malloc_ns", libc},
+                       {"ratio_vs_malloc", ours / libc}};
+      if (je) {
+        j["jemalloc_ns"] = jem;
+        j["ratio_vs_jemalloc"] = ours / jem;
+      }
+      emit(j);
+      if (rank == 0 && !opt.json)
+        fmt::print("{:>5} {:>10} | {:>9.0f} {:>9.0f} {:>9} | {:>8.2f}x {:>9}\n", depth,
+                   format_bytes(bytes), ours, libc, je ? fmt::format("{:.0f}", jem) : "-",
+                   ours / libc, je ? fmt::format("{:.2f}x", ours / jem) : "-");
+      std::fflush(stdout);
+    }
+  }
+
+  if (opt.trace) {
+    // Each allocator runs the same trace on memory it has not used yet: the pool on a
+    // fresh pool, glibc and jemalloc on their process-wide heaps (which the latency runs
+    // above left mostly empty).
+    zrt_pool_h tpool = nullptr;
+    params.name = "trace";
+    if (zrt_pool_create(ctx, &params, &tpool) != ZRT_SUCCESS) die("zrt_pool_create");
+    TraceTarget p{
+        [&](size_t n, bool long_lived) {
+          void *q = nullptr;
+          if (zrt_pool_alloc(tpool, n, long_lived ? ZRT_LIFETIME_LONG : ZRT_LIFETIME_TRANSIENT,
+                             &q) != ZRT_SUCCESS)
+            die("zrt_pool_alloc (trace)");
+          return q;
+        },
+        [&](void *q) {
+          if (zrt_pool_free(tpool, q) != ZRT_SUCCESS) die("zrt_pool_free (trace)");
+        },
+        [&] {
+          zrt_pool_stats_t s{};
+          s.field_mask = ZRT_POOL_STATS_FIELD_RESERVED;
+          zrt_pool_stats(tpool, &s);
+          return s.peak_reserved_bytes;
+        }};
+    TraceResult ours = run_trace(opt, p, false);
+    size_t libc_base = baseline::libc_reserved();
+    TraceTarget g{
+        [&](size_t n, bool) { return check(baseline::libc_malloc(n)); },
+        [](void *q) { baseline::libc_free(q); },
+        [&] { return baseline::libc_reserved() - std::min(libc_base, baseline::libc_reserved()); }};
+    TraceResult libc = run_trace(opt, g, true);
+    TraceResult jem;
+    if (je) {
+      size_t je_base = baseline::je_reserved();
+      TraceTarget t{
+          [&](size_t n, bool) { return check(baseline::je_malloc(n)); },
+          [](void *q) { baseline::je_free(q); },
+          [&] { return baseline::je_reserved() - std::min(je_base, baseline::je_reserved()); }};
+      jem = run_trace(opt, t, true);
+    }
+    nlohmann::json j{{"bench", "pool"},
+                     {"trace", "training"},
+                     {"layers", opt.layers},
+                     {"hidden", opt.hidden},
+                     {"tokens", opt.tokens},
+                     {"iterations", opt.iterations},
+                     {"operations", ours.operations},
+                     {"peak_live_bytes", ours.peak_live},
+                     {"peak_reserved_bytes", ours.peak_reserved},
+                     {"reserved_over_live", ours.ratio()},
+                     {"malloc_reserved_over_live", libc.ratio()}};
+    if (je) j["jemalloc_reserved_over_live"] = jem.ratio();
+    emit(j);
+    if (rank == 0 && !opt.json) {
+      fmt::print(
+          "\ntraining-like trace ({} layers, hidden {}, {} tokens, {} iterations, {} operations): "
+          "peak live {}\n",
+          opt.layers, opt.hidden, opt.tokens, opt.iterations, ours.operations,
+          format_bytes(ours.peak_live));
+      fmt::print("  peak reserved / peak live: pool {:.3f} (target <= 1.05), malloc {:.3f}{}\n",
+                 ours.ratio(), libc.ratio(),
+                 je ? fmt::format(", jemalloc {:.3f}", jem.ratio()) : "");
+    }
+    zrt_pool_destroy(tpool);
+  }
+  if (json_out != nullptr) std::fclose(json_out);
+  zrt_pool_destroy(pool);
+  zrt_finalize(ctx);
+  return 0;
+}
+
+}  // namespace
+
+void add_pool_bench(CLI::App &app) {
+  auto opt = std::make_shared<PoolOptions>();
+  CLI::App *sub = app.add_subcommand(
+      "pool", "allocation latency against glibc malloc and jemalloc; a training-like trace");
+  sub->add_flag("--json", opt->json, "one JSON object per line instead of the table");
+  sub->add_option("--json-file", opt->json_file, "also write the JSON lines to this file");
+  sub->add_option("--min-bytes", opt->min_bytes, "smallest size (e.g. 1K)")->capture_default_str();
+  sub->add_option("--max-bytes", opt->max_bytes, "largest size (e.g. 64M)")->capture_default_str();
+  sub->add_option("--factor", opt->factor, "size step")->capture_default_str();
+  sub->add_option("--depths", opt->depths, "blocks live at once, e.g. 1,16")->delimiter(',');
+  sub->add_option("--samples", opt->samples, "samples per case (median)")->capture_default_str();
+  sub->add_option("--layers", opt->layers, "trace: transformer layers")->capture_default_str();
+  sub->add_option("--hidden", opt->hidden, "trace: hidden size")->capture_default_str();
+  sub->add_option("--tokens", opt->tokens, "trace: tokens per step (batch x sequence)")
+      ->capture_default_str();
+  sub->add_option("--iterations", opt->iterations, "trace: training steps")->capture_default_str();
+  sub->add_flag("!--no-trace", opt->trace, "skip the training-like trace");
+  sub->callback([opt] {
+    int rc = run_pool(*opt);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}

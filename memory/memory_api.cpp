@@ -1,0 +1,213 @@
+// The C entry points of zerort/memory.h for pools.
+#include "memory/memory_part.hpp"
+#include "zerort/memory.h"
+
+using namespace zrt;
+
+namespace {
+
+PoolEntry &pool_from(zrt_pool_h pool) {
+  return pool_table().get(handle_value(pool), "pool");
+}
+
+BufferId buffer_id(zrt_buffer_h buffer) {
+  return BufferId{handle_value(buffer)};
+}
+
+PoolOverrides overrides_from(const zrt_pool_params_t *p, MemorySpace *space) {
+  PoolOverrides o;
+  *space = MemorySpace::Host;
+  if (p == nullptr) return o;
+  const uint64_t known = ZRT_POOL_PARAM_FIELD_SPACE | ZRT_POOL_PARAM_FIELD_LIMIT_BYTES |
+                         ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES | ZRT_POOL_PARAM_FIELD_ALIGNMENT |
+                         ZRT_POOL_PARAM_FIELD_COMPACT | ZRT_POOL_PARAM_FIELD_NAME;
+  if (p->field_mask & ~known)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "params->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
+         p->field_mask & ~known);
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_SPACE) *space = space_from_c(p->space, "params->space");
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_LIMIT_BYTES) {
+    if (p->limit_bytes == 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "params->limit_bytes is 0: a pool needs memory");
+    o.limit = p->limit_bytes;
+  }
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES) {
+    if (p->segment_bytes == 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "params->segment_bytes is 0: a pool grows by whole segments");
+    o.segment_bytes = p->segment_bytes;
+  }
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_ALIGNMENT) o.alignment = p->alignment;
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_COMPACT)
+    o.compact = compact_from_c(p->compact, "params->compact");
+  if (p->field_mask & ZRT_POOL_PARAM_FIELD_NAME) {
+    require_nonnull(p->name, "params->name");
+    o.name = std::string(p->name);
+  }
+  return o;
+}
+
+zrt_memory_space_t space_to_c(MemorySpace space) {
+  return static_cast<zrt_memory_space_t>(static_cast<int>(space));
+}
+
+}  // namespace
+
+extern "C" {
+
+ZRT_API zrt_status_t zrt_context_pool(zrt_context_h context, zrt_memory_space_t space,
+                                      zrt_pool_h *pool_p) {
+  return abi_call("zrt_context_pool", [&] {
+    Context &c = context_from(context);
+    MemorySpace s = space_from_c(space, "space");
+    require_nonnull(pool_p, "pool_p");
+    *pool_p = to_handle<zrt_pool_h>(c.part<MemoryPart>().pool_entry(s).handle);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_create(zrt_context_h context, const zrt_pool_params_t *params,
+                                     zrt_pool_h *pool_p) {
+  return abi_call("zrt_pool_create", [&] {
+    Context &c = context_from(context);
+    require_nonnull(pool_p, "pool_p");
+    MemorySpace space;
+    PoolOverrides o = overrides_from(params, &space);
+    *pool_p = to_handle<zrt_pool_h>(c.part<MemoryPart>().create_pool(space, o).handle);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_destroy(zrt_pool_h pool) {
+  return abi_call("zrt_pool_destroy", [&] {
+    PoolEntry &e = pool_from(pool);
+    e.part->destroy_pool(e);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_t lifetime,
+                                    void **ptr_p) {
+  return abi_call("zrt_pool_alloc", [&] {
+    Pool &p = *pool_from(pool).pool;
+    Lifetime l = lifetime_from_c(lifetime, "lifetime");
+    require_nonnull(ptr_p, "ptr_p");
+    *ptr_p = p.allocate(bytes, l);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_free(zrt_pool_h pool, void *ptr) {
+  return abi_call("zrt_pool_free", [&] {
+    pool_from(pool).pool->free(ptr);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_alloc_movable(zrt_pool_h pool, size_t bytes, zrt_lifetime_t lifetime,
+                                            zrt_buffer_h *buffer_p) {
+  return abi_call("zrt_pool_alloc_movable", [&] {
+    Pool &p = *pool_from(pool).pool;
+    Lifetime l = lifetime_from_c(lifetime, "lifetime");
+    require_nonnull(buffer_p, "buffer_p");
+    *buffer_p = to_handle<zrt_buffer_h>(p.allocate_movable(bytes, l).value);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_free_movable(zrt_pool_h pool, zrt_buffer_h buffer) {
+  return abi_call("zrt_pool_free_movable", [&] {
+    pool_from(pool).pool->free(buffer_id(buffer));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_pointer(zrt_pool_h pool, zrt_buffer_h buffer, void **ptr_p,
+                                      size_t *bytes_p, uint64_t *generation_p) {
+  return abi_call("zrt_pool_pointer", [&] {
+    Pool &p = *pool_from(pool).pool;
+    require_nonnull(ptr_p, "ptr_p");
+    size_t bytes = 0;
+    uint64_t generation = 0;
+    void *ptr = p.pointer(buffer_id(buffer), &bytes, &generation);
+    *ptr_p = ptr;
+    if (bytes_p != nullptr) *bytes_p = bytes;
+    if (generation_p != nullptr) *generation_p = generation;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_lock(zrt_pool_h pool, zrt_buffer_h buffer, void **ptr_p) {
+  return abi_call("zrt_pool_lock", [&] {
+    Pool &p = *pool_from(pool).pool;
+    require_nonnull(ptr_p, "ptr_p");
+    *ptr_p = p.lock(buffer_id(buffer));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_unlock(zrt_pool_h pool, zrt_buffer_h buffer) {
+  return abi_call("zrt_pool_unlock", [&] {
+    pool_from(pool).pool->unlock(buffer_id(buffer));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_defragment(zrt_pool_h pool, size_t *moved_bytes_p) {
+  return abi_call("zrt_pool_defragment", [&] {
+    size_t moved = pool_from(pool).pool->defragment();
+    if (moved_bytes_p != nullptr) *moved_bytes_p = moved;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_trim(zrt_pool_h pool, size_t *released_bytes_p) {
+  return abi_call("zrt_pool_trim", [&] {
+    size_t released = pool_from(pool).pool->trim();
+    if (released_bytes_p != nullptr) *released_bytes_p = released;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats) {
+  return abi_call("zrt_pool_stats", [&] {
+    Pool &p = *pool_from(pool).pool;
+    require_nonnull(stats, "stats");
+    uint64_t m = stats->field_mask;
+    if (m & ~uint64_t{ZRT_POOL_STATS_FIELD_ALL})
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "stats->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
+           m & ~uint64_t{ZRT_POOL_STATS_FIELD_ALL});
+    PoolStats s = p.stats();
+    if (m & ZRT_POOL_STATS_FIELD_SPACE) stats->space = space_to_c(s.space);
+    if (m & ZRT_POOL_STATS_FIELD_LIMIT) stats->limit_bytes = s.limit;
+    if (m & ZRT_POOL_STATS_FIELD_RESERVED) {
+      stats->reserved_bytes = s.reserved;
+      stats->peak_reserved_bytes = s.peak_reserved;
+    }
+    if (m & ZRT_POOL_STATS_FIELD_LIVE) {
+      stats->live_bytes = s.live;
+      stats->peak_live_bytes = s.peak_live;
+      stats->allocations = s.allocations;
+      stats->movable_allocations = s.movable_allocations;
+    }
+    if (m & ZRT_POOL_STATS_FIELD_FREE) {
+      stats->free_bytes = s.free;
+      stats->largest_free_bytes = s.largest_free;
+      stats->fragmentation = s.fragmentation;
+    }
+    if (m & ZRT_POOL_STATS_FIELD_COMPACTION) {
+      stats->compactions = s.compactions;
+      stats->moved_bytes = s.moved_bytes;
+      stats->generation = s.generation;
+    }
+    if (m & ZRT_POOL_STATS_FIELD_FAILURES) stats->out_of_memory_count = s.out_of_memory;
+    if (m & ZRT_POOL_STATS_FIELD_PLACEMENT) {
+      stats->page_locked = s.page_locked ? 1 : 0;
+      stats->numa_node = s.numa_node;
+      stats->segments = s.segments;
+    }
+    return ZRT_SUCCESS;
+  });
+}
+
+}  // extern "C"

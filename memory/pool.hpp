@@ -1,0 +1,176 @@
+// The defragmenting pool: one per memory space (and more on request). See
+// zerort/memory.h for what it promises; this is how.
+//
+// Arena. A reserving resource gives one region as large as the limit: long-lived blocks
+// are committed and packed from its low end, transient ones from its high end, and the
+// uncommitted middle (an Uncommitted block) shrinks by whole segments as either side
+// grows, so the pool never reserves more than its live memory plus less than a segment
+// per side, and both lifetimes can still coalesce when they meet. A segmented resource
+// (cudaMalloc, cudaHostAlloc) adds a region per segment; inside each, long-lived blocks
+// take the low end and transient ones the high end.
+//
+// Allocation. Best fit over the free bins (FreeBins), carved from the lifetime's end of
+// the chosen block; if nothing fits, grow (commit at the lifetime's side of the middle,
+// or add a segment); if that fails too but the free memory would suffice in one piece,
+// compact and try again (Umpire's release-and-retry, with moves instead of releases);
+// otherwise ZRT_ERR_OUT_OF_MEMORY with the pool's stats in the message.
+//
+// Compaction (pool_compaction.cpp) moves unlocked movable blocks towards their
+// lifetime's end and bumps the generation.
+//
+// Thread safety: one mutex per pool; every public member takes it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memory/address_map.hpp"
+#include "memory/free_bins.hpp"
+#include "memory/pool_block.hpp"
+#include "memory/quick_cache.hpp"
+#include "memory/resource.hpp"
+
+namespace zrt {
+
+enum class CompactPolicy { Auto = 0, Eager = 1, Off = 2 };
+
+struct PoolOptions {
+  std::string name;  // empty: the space's name
+  size_t limit = 0;  // most the pool may reserve; > 0
+  size_t segment_bytes = size_t{2} << 20;
+  size_t alignment = 256;  // power of two, 64 .. 1 MiB
+  CompactPolicy compact = CompactPolicy::Auto;
+  // Where the limit comes from, for messages ("memory.host.limit"); may be empty.
+  std::string limit_key;
+};
+
+struct PoolStats {
+  MemorySpace space = MemorySpace::Host;
+  size_t limit = 0;
+  size_t reserved = 0, peak_reserved = 0;
+  size_t live = 0, peak_live = 0;
+  size_t allocations = 0, movable_allocations = 0;
+  size_t free = 0, largest_free = 0;
+  double fragmentation = 0;
+  uint64_t compactions = 0, moved_bytes = 0, generation = 0, out_of_memory = 0;
+  bool page_locked = false;
+  int numa_node = -1;
+  size_t segments = 0;
+
+  nlohmann::json to_json() const;
+  std::string summary() const;  // one line for messages
+};
+
+// A movable buffer: the value of its zrt_buffer_h handle. It names the pool (a tag), the
+// slot and the slot's generation, so stale and foreign handles are recognised.
+struct BufferId {
+  uint64_t value = 0;
+  explicit operator bool() const { return value != 0; }
+  bool operator==(const BufferId &) const = default;
+};
+
+class Pool {
+ public:
+  // Throws Error(ZRT_ERR_INVALID_ARGUMENT) for bad options, or the resource's error when
+  // the address space cannot be reserved.
+  Pool(std::unique_ptr<Resource> resource, PoolOptions options);
+  ~Pool();
+  Pool(const Pool &) = delete;
+  Pool &operator=(const Pool &) = delete;
+
+  // An immovable allocation of at least `bytes`, aligned to options().alignment.
+  void *allocate(size_t bytes, Lifetime lifetime);
+  void free(void *ptr);
+
+  BufferId allocate_movable(size_t bytes, Lifetime lifetime);
+  void free(BufferId buffer);
+  // Address valid until generation() changes or while the buffer is locked.
+  void *pointer(BufferId buffer, size_t *bytes = nullptr, uint64_t *generation = nullptr) const;
+  void *lock(BufferId buffer);
+  void unlock(BufferId buffer);
+
+  // Moves unlocked movable buffers towards their ends; returns the bytes moved.
+  size_t defragment();
+  // Returns free whole segments to the system; returns the bytes released.
+  size_t trim();
+
+  uint64_t generation() const;
+  // Drains the quick cache first, so the free-block figures are exact.
+  PoolStats stats();
+  nlohmann::json describe();
+
+  MemorySpace space() const { return resource_->space(); }
+  const std::string &name() const { return options_.name; }
+  const PoolOptions &options() const { return options_; }
+  const Resource &resource() const { return *resource_; }
+  // True when ptr lies in memory this pool has reserved.
+  bool owns(const void *ptr) const;
+
+  // Checks every invariant of the bookkeeping (address order, coalescing, bins, totals);
+  // throws Error(ZRT_ERR_INTERNAL) naming the first that is broken. For tests.
+  void check() const;
+
+ private:
+  Block *allocate_block(size_t bytes, Lifetime lifetime, BlockState kind);
+  Block *find_or_make_room(size_t size, Lifetime lifetime, std::string *why);
+  Block *other_frontier(Lifetime lifetime) const;
+  Block *best_fit_avoiding(size_t size, Lifetime lifetime);
+  void flush_cache();
+  void free_block(Block *b);  // a Raw or Movable block the caller found is freed
+  Block *grow(size_t size, Lifetime lifetime, std::string *why);
+  Block *grow_reserved(Region &region, size_t size, Lifetime lifetime);
+  Block *commit_side(Region &region, size_t bytes, bool low);
+  Block *carve(Block *free_block, size_t size, Lifetime lifetime);
+  void release(Block *b);  // a used block becomes free and merges with its neighbours
+  Block *merge_free(Block *b);
+  void link_after(Block *at, Block *b);  // at == nullptr: at the front of b->region
+  void unlink(Block *b);
+  [[noreturn]] void out_of_memory(size_t bytes, Lifetime lifetime, bool movable,
+                                  const std::string &why);
+  Block &block_of(BufferId buffer, const char *argument) const;
+  [[noreturn]] void bad_free(uintptr_t p) const;
+  size_t compact_locked();
+  size_t pack_region(Region &region, Lifetime lifetime);
+  // kept: empty, with capacity for every block of the region (it must not allocate).
+  void rebuild_region(Region &region, std::vector<Block *> &kept);
+  PoolStats stats_locked() const;
+  bool can_compact() const { return movable_count_ > locked_count_; }
+  size_t uncommitted_bytes() const;
+
+  std::unique_ptr<Resource> resource_;
+  PoolOptions options_;
+  bool host_accessible_;
+  unsigned align_shift_;
+  uint16_t tag_;                // names this pool inside its handles
+  uintptr_t reserve_base_ = 0;  // the reservation as mapped (before aligning the region)
+  size_t reserve_span_ = 0;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  BlockStore store_;
+  FreeBins bins_;
+  AddressMap addresses_;  // every allocated or cached block by address
+  QuickCache cache_;
+  struct Slot {
+    Block *block = nullptr;
+    uint32_t generation = 1;
+  };
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+
+  size_t reserved_ = 0, peak_reserved_ = 0;
+  size_t live_ = 0, peak_live_ = 0;
+  size_t count_ = 0, movable_count_ = 0, locked_count_ = 0;
+  uint64_t compactions_ = 0, moved_bytes_ = 0, generation_ = 0, oom_count_ = 0;
+};
+
+CompactPolicy compact_from_c(zrt_compact_t compact, const char *argument);
+CompactPolicy compact_from_name(const std::string &name);  // "auto", "eager", "off"
+const char *compact_name(CompactPolicy policy);
+
+}  // namespace zrt

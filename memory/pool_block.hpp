@@ -1,0 +1,88 @@
+// The bookkeeping of a pool: blocks (address ranges that are free, allocated or not yet
+// committed) chained in address order within a region. Metadata lives outside the
+// memory it describes, so device memory needs no host-visible headers and a stray write
+// into a buffer cannot corrupt the pool.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "memory/memory_space.hpp"
+
+namespace zrt {
+
+enum class BlockState : uint8_t {
+  Free,         // committed, in a free bin
+  Raw,          // allocated; never moves
+  Movable,      // allocated; addressed by a handle; compaction may move it
+  Uncommitted,  // the reserved but uncommitted middle of a reserving region
+  Cached,       // freed, waiting unmerged in the QuickCache for a request of its size
+};
+
+struct Region;
+
+struct Block {
+  uintptr_t addr = 0;
+  size_t size = 0;                                 // a multiple of the pool's alignment
+  Block *prev = nullptr, *next = nullptr;          // address neighbours in the region
+  Block *bin_prev = nullptr, *bin_next = nullptr;  // the free bin's list, while Free
+  Region *region = nullptr;
+  BlockState state = BlockState::Free;
+  Lifetime lifetime = Lifetime::Long;
+  uint32_t bin = 0;
+  uint32_t slot = 0;     // Movable: index of its handle slot
+  uint32_t locks = 0;    // Movable: zrt_pool_lock count; locked buffers do not move
+  size_t requested = 0;  // bytes asked for (<= size)
+
+  uintptr_t end() const { return addr + size; }
+  bool used() const { return state == BlockState::Raw || state == BlockState::Movable; }
+};
+
+// A contiguous address range of a pool: the one reservation of a reserving resource
+// (committed at both ends, an Uncommitted block in the middle), or one segment of a
+// segmented resource (committed whole).
+struct Region {
+  uintptr_t base = 0;
+  size_t capacity = 0;
+  bool reserved = false;  // true: grows by committing from `gap`
+  Block *first = nullptr;
+  Block *gap = nullptr;  // the Uncommitted block, or nullptr when fully committed
+  size_t committed = 0;
+
+  uintptr_t end() const { return base + capacity; }
+  bool contains(uintptr_t p) const { return p >= base && p < end(); }
+};
+
+// Recycles Block objects so allocation does not call the system allocator for metadata.
+class BlockStore {
+ public:
+  Block *make() {
+    if (free_.empty()) refill();
+    Block *b = free_.back();
+    free_.pop_back();
+    *b = Block{};
+    return b;
+  }
+  void recycle(Block *b) { free_.push_back(b); }
+  // Makes sure the next n make() calls cannot fail, so an operation that needs n new
+  // blocks can fail (bad_alloc) before it changes anything rather than halfway.
+  void ensure(size_t n) {
+    while (free_.size() < n)
+      refill();
+  }
+
+ private:
+  void refill() {
+    constexpr size_t kChunk = 256;
+    chunks_.push_back(std::make_unique<Block[]>(kChunk));
+    free_.reserve(free_.size() + kChunk);
+    for (size_t i = 0; i < kChunk; ++i)
+      free_.push_back(&chunks_.back()[kChunk - 1 - i]);
+  }
+  std::vector<std::unique_ptr<Block[]>> chunks_;
+  std::vector<Block *> free_;
+};
+
+}  // namespace zrt
