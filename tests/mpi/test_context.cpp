@@ -1,4 +1,5 @@
 // Context queries, placement, several contexts at once, and faked nodes.
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "mpi_fixture.hpp"
@@ -40,7 +41,15 @@ TEST(Context, DescribeIsJsonWithTopologyConfigAndBackends) {
   nlohmann::json j = nlohmann::json::parse(s);
   EXPECT_EQ(j["rank"], test::rank());
   EXPECT_GT(j["topology"]["cores"].get<int>(), 0);
-  EXPECT_EQ(j["comm"]["world_backend"], "mpi");
+  // The registry's rule for host memory: shm on one node, hier across nodes of several
+  // ranks, else ucx (or mpi when ucx cannot start); a backend named in the environment
+  // serves everything.
+  const auto &t = j["topology"];
+  std::string want = t["node_count"] == 1 ? "shm" : t["local_size"] == 1 ? "ucx" : "hier";
+  if (const char *env = std::getenv("ZRT_COMM_BACKEND");
+      env != nullptr && std::string(env) != "auto")
+    want = env;
+  EXPECT_EQ(j["comm"]["world_backend"], want) << j["comm"].dump();
   EXPECT_TRUE(j["config"].contains("log_level"));
   EXPECT_FALSE(j["mpi"]["initialized_by_zerort"].get<bool>());
 }
