@@ -398,6 +398,11 @@ void Communicator::progress_locked() {
 
 void Communicator::watch_locked() {
   if (!watchdog_) return;
+  // The watchdog's MPI_Test runs MPI's whole progress engine (sockets included): a tight
+  // wait loop calls it at most every millisecond, which is plenty for a timeout in seconds.
+  const double now = Watchdog::now();
+  if (now - last_watch_ < 1e-3) return;
+  last_watch_ = now;
   // The oldest unfinished collective: the front of the start queue, or a running one.
   const Request *oldest = unstarted_.empty() ? nullptr : unstarted_.front();
   for (const Request *r : running_)
@@ -409,7 +414,7 @@ void Communicator::watch_locked() {
     what.what = oldest->args_.describe_with_bytes();
   }
   std::optional<WatchVerdict> verdict = watchdog_->poll(
-      Watchdog::now(), oldest != nullptr ? &what : nullptr, next_seq_,
+      now, oldest != nullptr ? &what : nullptr, next_seq_,
       oldest != nullptr && oldest->backend_ != nullptr ? oldest->backend_->name() : "none");
   if (verdict) fail_all(*verdict);
 }

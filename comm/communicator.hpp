@@ -80,6 +80,7 @@ class Communicator {
   bool deterministic_ = false;
   std::unique_ptr<BackendSet> backends_;
   std::unique_ptr<Watchdog> watchdog_;
+  double last_watch_ = 0;  // steady-clock seconds of the watchdog's last poll
   std::mutex mutex_;
   uint64_t next_seq_ = 0;
   std::deque<Request *> unstarted_;  // in sequence order

@@ -3,7 +3,7 @@
 // rank computes from every rank's seeded input; deterministic mode against the rank-order
 // reference and bitwise across backends.
 //
-// The backends come from ZRT_TEST_BACKENDS (comma-separated) or default to every host
+// The backends come from ZERORT_TEST_BACKENDS (comma-separated) or default to every host
 // backend of the build; ctest runs this binary once per setting worth testing (UCX over
 // tcp and over shared memory, hierarchical on faked nodes).
 #include <cstdlib>
@@ -20,7 +20,7 @@ using namespace test;
 namespace {
 
 std::vector<std::string> test_backends() {
-  const char *env = std::getenv("ZRT_TEST_BACKENDS");
+  const char *env = std::getenv("ZERORT_TEST_BACKENDS");
   std::string list = env != nullptr ? env : "mpi,shm,ucx,hier";
   std::vector<std::string> out;
   std::stringstream in(list);
@@ -207,11 +207,11 @@ TEST_P(Backends, InPlaceForms) {
 
 // 64 MiB buffers: many pipeline steps and slot reuses in every backend. fp32 and bf16 by
 // default (the arithmetic of every dtype is covered at the sizes above); all four with
-// ZRT_TEST_LONG=1 (the `long` ctest label).
+// ZERORT_TEST_LONG=1 (the `long` ctest label).
 TEST_P(Backends, SixtyFourMebibytes) {
   int n = size(), me = rank(), salt = 7000;
   const size_t bytes = size_t{64} << 20;
-  const bool all = std::getenv("ZRT_TEST_LONG") != nullptr;
+  const bool all = std::getenv("ZERORT_TEST_LONG") != nullptr;
   for (zrt_dtype_t dt : kDtypes) {
     ++salt;
     if (!all && dt != ZRT_DTYPE_FP32 && dt != ZRT_DTYPE_BF16) continue;

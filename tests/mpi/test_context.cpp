@@ -45,7 +45,12 @@ TEST(Context, DescribeIsJsonWithTopologyConfigAndBackends) {
   // ranks, else ucx (or mpi when ucx cannot start); a backend named in the environment
   // serves everything.
   const auto &t = j["topology"];
-  std::string want = t["node_count"] == 1 ? "shm" : t["local_size"] == 1 ? "ucx" : "hier";
+  int local = t["local_size"].get<int>(), smallest = local, largest = local;
+  MPI_Allreduce(&local, &smallest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&local, &largest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  std::string want = t["node_count"] == 1                  ? "shm"
+                     : smallest == largest && smallest > 1 ? "hier"
+                                                           : "ucx";
   if (const char *env = std::getenv("ZRT_COMM_BACKEND");
       env != nullptr && std::string(env) != "auto")
     want = env;

@@ -2,6 +2,7 @@
 // timeout, with a message naming the operation, its sequence number, its size and the rank
 // that did not arrive; the communicator stays failed, the skipping rank included.
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,13 @@ void skip_one(zrt_context_h ctx, const char *backend) {
   SCOPED_TRACE(fmt::format("backend {}", backend != nullptr ? backend : "auto"));
   zrt_comm_h comm = make_comm(ctx, backend, 1.0);
   ASSERT_NE(comm, nullptr);
-  std::vector<float> x(1000, 1.0f), y(1000, 0.0f);
+  // The buffers of a collective that timed out stay allocated for good: MPI may still
+  // complete it (when the late rank posts) and write them.
+  static std::deque<std::vector<float>> kept;
+  kept.emplace_back(1000, 1.0f);
+  std::vector<float> &x = kept.back();
+  kept.emplace_back(1000, 0.0f);
+  std::vector<float> &y = kept.back();
   std::string message;
   if (me != skipper) {
     EXPECT_EQ(zrt_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM),
