@@ -37,7 +37,7 @@ bool built(const std::string &backend) {
   std::string s(n + 1, '\0');
   zrt_context_describe(test::context(), s.data(), s.size(), &n);
   s.resize(n);
-  auto j = nlohmann::json::parse(s);
+  const auto j = nlohmann::json::parse(s);
   for (const auto &b : j["comm"]["backends"])
     if (b == backend) return true;
   return false;

@@ -21,7 +21,8 @@ nlohmann::json describe() {
 }
 
 bool built(const std::string &backend) {
-  for (const auto &b : describe()["comm"]["backends"])
+  const nlohmann::json j = describe();  // a temporary would die before the loop
+  for (const auto &b : j["comm"]["backends"])
     if (b == backend) return true;
   return false;
 }
