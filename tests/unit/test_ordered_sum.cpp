@@ -33,6 +33,7 @@ std::vector<char> random_input(zrt_dtype_t dt, size_t elements, std::mt19937_64 
 }
 
 void expect_same(zrt_dtype_t dt, int n, size_t length, zrt_op_t op, uint64_t seed) {
+  if (length == 0) return;  // nothing to compare (and memcmp wants real pointers)
   std::mt19937_64 rng(seed);
   const size_t es = dtype_size(dt);
   std::vector<std::vector<char>> inputs;
@@ -69,14 +70,15 @@ TEST(OrderedSum, VectorKernelsEqualTheScalarLoopBitForBit) {
 }
 
 TEST(OrderedSum, AddsInRankOrderInFp32AndRoundsOnce) {
-  // 1 + 2^-9 + 2^-9 in bf16 (8 significant bits): pairwise rounding would lose both small
-  // terms (1 + 2^-9 rounds to 1, twice); one rounding of the fp32 sum 1 + 2^-8 keeps them.
+  // 1 + 3 x 2^-9 in bf16 (8 significant bits, so 2^-7 apart at 1): pairwise rounding
+  // loses every small term (1 + 2^-9 rounds back to 1); one rounding of the fp32 sum
+  // 1 + 0.75 x 2^-7 gives the nearest bf16, 1 + 2^-7.
   const uint16_t one = float_to_bf16(1.0f), small = float_to_bf16(0x1p-9f);
-  const uint16_t in[3] = {one, small, small};
-  const void *sources[3] = {&in[0], &in[1], &in[2]};
+  const uint16_t in[4] = {one, small, small, small};
+  const void *sources[4] = {&in[0], &in[1], &in[2], &in[3]};
   uint16_t out = 0;
-  ordered_sum_sources(sources, 3, 1, ZRT_DTYPE_BF16, ZRT_OP_SUM, &out);
-  EXPECT_EQ(bf16_to_float(out), 1.0f + 0x1p-8f);
+  ordered_sum_sources(sources, 4, 1, ZRT_DTYPE_BF16, ZRT_OP_SUM, &out);
+  EXPECT_EQ(bf16_to_float(out), 1.0f + 0x1p-7f);
   // Rank order matters in fp32: (2^24 + 1) + 1 = 2^24 twice rounded, 1 + 1 + 2^24 exact.
   const float big[3] = {0x1p24f, 1.0f, 1.0f}, little[3] = {1.0f, 1.0f, 0x1p24f};
   float a = 0, b = 0;
