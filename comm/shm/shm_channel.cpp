@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdint>
 #include <new>
 
 #include "runtime/mpi_error.hpp"
@@ -17,9 +18,17 @@ ShmChannel::ShmChannel(MPI_Comm comm, size_t slot_bytes, int depth)
   MPI_Info info = MPI_INFO_NULL;
   check_mpi(MPI_Info_create(&info), "MPI_Info_create");
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  // MPI aligns the parts loosely (Open MPI puts them 8 bytes past a page): each rank's part
+  // gets a spare page and every rank rounds every base up to a page, which lands on the
+  // same byte of shared memory whatever address each process maps it at.
   const size_t bytes = kControlBytes + static_cast<size_t>(depth_) * slot_bytes_;
+  const size_t spare = 4096;
+  auto page_align = [](char *p) {
+    return reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095});
+  };
   char *mine = nullptr;
-  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm, &mine, &win_);
+  int rc =
+      MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + spare), 1, info, comm, &mine, &win_);
   MPI_Info_free(&info);
   check_mpi(rc, "MPI_Win_allocate_shared");
   control_.resize(static_cast<size_t>(size_));
@@ -33,9 +42,11 @@ ShmChannel::ShmChannel(MPI_Comm comm, size_t slot_bytes, int depth)
       MPI_Win_free(&win_);
       check_mpi(rc, "MPI_Win_shared_query");
     }
+    base = page_align(base);
     control_[static_cast<size_t>(r)] = reinterpret_cast<Control *>(base);
     slots_[static_cast<size_t>(r)] = base + kControlBytes;
   }
+  mine = page_align(mine);
   Control *own = new (mine) Control;
   own->produced.value.store(0, std::memory_order_relaxed);
   own->consumed.value.store(0, std::memory_order_relaxed);
