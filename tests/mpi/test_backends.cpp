@@ -6,9 +6,11 @@
 // The backends come from ZERORT_TEST_BACKENDS (comma-separated) or default to every host
 // backend of the build; ctest runs this binary once per setting worth testing (UCX over
 // tcp and over shared memory, hierarchical on faked nodes).
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -306,6 +308,113 @@ TEST_P(Backends, RequestsInFlightTogetherTestedInAnyOrder) {
     }
     EXPECT_EQ(zrt_request_free(req[j]), ZRT_SUCCESS);
   }
+}
+
+// A multi-phase collective (all-reduce as reduce-scatter then all-gather; the levels of
+// hier) must start its later phases in sequence order on every rank, whichever first phase
+// happens to finish first there. Here the ranks post a mix whose first and second phases
+// interleave (a reduce-scatter's network phase comes second, an all-gather's first), large
+// and tiny, arrive at the posts at different times, drive different requests meanwhile and
+// wait in different orders, so the first phases finish in a different order on each rank.
+// A backend that started second phases on completion would deadlock (the watchdog turns
+// that into an error here) or mix up the data.
+TEST_P(Backends, LaterPhasesStartInSequenceOrderWhateverFinishesFirst) {
+  const int n = size(), me = rank();
+  zrt_comm_params_t p = {};
+  p.field_mask = ZRT_COMM_PARAM_FIELD_BACKEND | ZRT_COMM_PARAM_FIELD_TIMEOUT;
+  p.backend = GetParam().c_str();
+  p.timeout = 60;
+  zrt_comm_h c = nullptr;
+  ASSERT_EQ(zrt_comm_create(context(), MPI_COMM_WORLD, &p, &c), ZRT_SUCCESS) << last_error();
+  enum Kind { RS, AG, AR, BC };
+  const Kind kinds[] = {AR, RS, AG, AR, AG, RS, BC, AR, RS, AG};
+  const int k = static_cast<int>(sizeof(kinds) / sizeof(kinds[0]));
+  for (int round = 0; round < 4; ++round) {
+    std::vector<size_t> count(k);
+    std::vector<std::vector<float>> send(k), recv(k);
+    std::vector<zrt_request_h> req(k, nullptr);
+    for (int j = 0; j < k; ++j) {
+      count[j] = (j + round) % 2 == 0 ? (size_t{1} << 18) + 5 + static_cast<size_t>(j) : 37;
+      send[j].resize(count[j]);
+      recv[j].assign(count[j], -1.0f);
+      for (size_t i = 0; i < count[j]; ++i)
+        send[j][i] = static_cast<float>((static_cast<size_t>(me + j + round) + i) % 5);
+      if ((me + j + round) % 2 == 1) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300 * (me + 1)));
+      } else if (j > 0) {
+        for (int t = 0; t < 64; ++t)
+          if (zrt_request_test(req[static_cast<size_t>(j - 1)]) != ZRT_IN_PROGRESS) break;
+      }
+      size_t offset = 0, length = 0;
+      zrt_shard_range(count[j], n, me, &offset, &length, nullptr);
+      zrt_status_t st = ZRT_SUCCESS;
+      switch (kinds[j]) {
+        case RS:
+          st = zrt_reduce_scatter_post(c, send[j].data(), recv[j].data(), count[j],
+                                       ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]);
+          break;
+        case AG:
+          st = zrt_all_gather_post(c, send[j].data() + offset, recv[j].data(), count[j],
+                                   ZRT_DTYPE_FP32, &req[j]);
+          break;
+        case AR:
+          st = zrt_all_reduce_post(c, send[j].data(), recv[j].data(), count[j], ZRT_DTYPE_FP32,
+                                   ZRT_OP_SUM, &req[j]);
+          break;
+        case BC:
+          recv[j] = send[j];
+          st = zrt_broadcast_post(c, recv[j].data(), count[j], ZRT_DTYPE_FP32, (j + round) % n,
+                                  &req[j]);
+          break;
+      }
+      ASSERT_EQ(st, ZRT_SUCCESS) << last_error();
+    }
+    for (int step = 0; step < k; ++step) {
+      const int j = me % 2 == 0 ? k - 1 - step : (step + me + round) % k;
+      ASSERT_EQ(zrt_request_wait(req[static_cast<size_t>(j)]), ZRT_SUCCESS)
+          << "round " << round << " request " << j << ": " << last_error();
+    }
+    for (int j = 0; j < k; ++j) {
+      SCOPED_TRACE(fmt::format("round {} request {} count {}", round, j, count[j]));
+      auto value = [&](int r, size_t i) {
+        return static_cast<float>((static_cast<size_t>(r + j + round) + i) % 5);
+      };
+      auto summed = [&](size_t i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r)
+          want += value(r, i);
+        return want;
+      };
+      size_t offset = 0, length = 0;
+      zrt_shard_range(count[j], n, me, &offset, &length, nullptr);
+      const size_t shard = (count[j] + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+      size_t bad = 0, first = 0;
+      auto check = [&](size_t i, float got, float want) {
+        if (got != want && bad++ == 0) first = i;
+      };
+      switch (kinds[j]) {
+        case RS:
+          for (size_t i = 0; i < length; ++i)
+            check(i, recv[j][i], summed(offset + i));
+          break;
+        case AG:
+          for (size_t i = 0; i < count[j]; ++i)
+            check(i, recv[j][i], value(static_cast<int>(i / shard), i));
+          break;
+        case AR:
+          for (size_t i = 0; i < count[j]; ++i)
+            check(i, recv[j][i], summed(i));
+          break;
+        case BC:
+          for (size_t i = 0; i < count[j]; ++i)
+            check(i, recv[j][i], value((j + round) % n, i));
+          break;
+      }
+      EXPECT_EQ(bad, 0u) << "first wrong element " << first;
+      EXPECT_EQ(zrt_request_free(req[static_cast<size_t>(j)]), ZRT_SUCCESS);
+    }
+  }
+  EXPECT_EQ(zrt_comm_destroy(c), ZRT_SUCCESS) << last_error();
 }
 
 TEST_P(Backends, DeterministicReductionsAddInRankOrderAndRoundOnce) {
