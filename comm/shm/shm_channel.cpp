@@ -1,8 +1,8 @@
 #include "comm/shm/shm_channel.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "runtime/mpi_error.hpp"

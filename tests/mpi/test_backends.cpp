@@ -350,8 +350,8 @@ TEST_P(Backends, LaterPhasesStartInSequenceOrderWhateverFinishesFirst) {
       zrt_status_t st = ZRT_SUCCESS;
       switch (kinds[j]) {
         case RS:
-          st = zrt_reduce_scatter_post(c, send[j].data(), recv[j].data(), count[j],
-                                       ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]);
+          st = zrt_reduce_scatter_post(c, send[j].data(), recv[j].data(), count[j], ZRT_DTYPE_FP32,
+                                       ZRT_OP_SUM, &req[j]);
           break;
         case AG:
           st = zrt_all_gather_post(c, send[j].data() + offset, recv[j].data(), count[j],

@@ -10,10 +10,12 @@
 #ifndef ZERORT_ZERORT_H
 #define ZERORT_ZERORT_H
 
+#include "zerort/checkpoint.h"
 #include "zerort/comm.h"
 #include "zerort/context.h"
 #include "zerort/defs.h"
 #include "zerort/engine.h"
+#include "zerort/optimizer.h"
 #include "zerort/status.h"
 #include "zerort/version.h"
 
