@@ -239,6 +239,11 @@ void Communicator::post_check(Request &r, bool poison) {
 std::unique_ptr<Request> Communicator::post(CollArgs args) {
   std::lock_guard lock(mutex_);
   args.seq = next_seq_;
+  // A verdict a peer has already sent must win over this collective, which could otherwise
+  // complete against the late half of the one the peers abandoned (without the argument
+  // check it goes straight to the backend): look for one now, whenever the last look was.
+  last_watch_ = 0;
+  watch_locked();
   Backend *backend = nullptr;
   int index = 0;
   try {
