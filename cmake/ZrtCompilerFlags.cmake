@@ -21,8 +21,8 @@ add_compile_options(
   "$<$<COMPILE_LANGUAGE:Fortran>:-Wall>")
 
 if(ZRT_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
-    -fno-sanitize-recover=undefined)
+  add_compile_options(
+    "$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined;-fno-omit-frame-pointer;-fno-sanitize-recover=undefined>")
   add_link_options(-fsanitize=address,undefined)
   add_compile_definitions(ZRT_SANITIZE=1)
 endif()

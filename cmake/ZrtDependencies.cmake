@@ -118,7 +118,20 @@ if(ZRT_HAVE_CUDA AND ZRT_ENABLE_NCCL)
     PATH_SUFFIXES include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME
     PATH_SUFFIXES lib lib64)
-  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+  # The backend's deterministic reduction is a CUDA kernel: NCCL without nvcc is not built.
+  if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY AND NOT CMAKE_CUDA_COMPILER)
+    message(STATUS "zerort: NCCL found but no CUDA compiler; the nccl backend is not built")
+  elseif(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # Turing to Hopper, as SASS, plus PTX of the newest for what comes after.
+      set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90)
+    endif()
+    enable_language(CUDA)
     add_library(zrt::nccl UNKNOWN IMPORTED)
     set_target_properties(zrt::nccl PROPERTIES
       IMPORTED_LOCATION ${NCCL_LIBRARY} INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})

@@ -1,17 +1,23 @@
 // The interface every communication backend implements. A backend starts collectives as
 // BackendOps: small state machines that the communicator's progress engine steps until
-// they complete (the model of Aluminum's progress.cpp).
+// they complete (the model of Aluminum's progress.cpp). Backends are listed, created and
+// chosen in one place, comm/registry.cpp.
 #pragma once
+
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "runtime/gpu/memory_kind.hpp"
 #include "zerort/defs.h"
 
 namespace zrt {
 
-class Communicator;
+class Context;
 
 enum class CollKind { ReduceScatter = 1, AllGather = 2, AllReduce = 3, Broadcast = 4 };
 const char *coll_name(CollKind kind);
@@ -28,21 +34,51 @@ struct CollArgs {
 
   // "all_reduce #12 (4096 x fp32, sum)"
   std::string describe() const;
+  // "all_reduce #12 (4096 x fp32 = 16 KiB, sum)": with the size in bytes, for the watchdog
+  std::string describe_with_bytes() const;
 };
 
 class BackendOp {
  public:
   virtual ~BackendOp() = default;
-  // Advances the operation; returns true once it is complete. Throws Error on failure.
+  // Advances the operation without waiting for other ranks; returns true once it is
+  // complete. Throws Error on failure.
   virtual bool step() = 0;
+  // The communicator gave up on this operation (the watchdog declared it timed out), so
+  // its peers may never take part again: release what can be released without them. The
+  // destructor of an abandoned operation must not wait for anything.
+  virtual void abandon() {}
+};
+
+// What a backend is created over: a group of ranks and an MPI communicator that the
+// caller owns and keeps for the backend's lifetime (the communicator's data communicator,
+// or a split of it for the parts of a hierarchical backend).
+struct BackendGroup {
+  Context *context = nullptr;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  bool deterministic = false;  // reductions sum in rank order (ordered_sum.hpp)
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
-  // Starts args on the communicator; args were validated and agreed by the caller.
+  // The memory this backend can read and write.
+  virtual bool serves(MemoryKind kind) const { return kind == MemoryKind::Host; }
+  // Limits of this backend beyond the communicator's checks (counts MPI cannot express,
+  // say); throws Error(ZRT_ERR_NOT_SUPPORTED) naming them. Local.
+  virtual void check(const CollArgs &args) const { (void)args; }
+  // Starts args; args were validated and agreed by the caller. Called in the same
+  // sequence on every rank of the group.
   virtual std::unique_ptr<BackendOp> start(const CollArgs &args) = 0;
+  // Facts for zrt-info (transport, chunk sizes...).
+  virtual void describe(nlohmann::json &out) const { (void)out; }
+  // Some operation was abandoned: the backend's destructor must not free what it may still
+  // use. MPI keeps progressing a nonblocking collective whose communicator was freed
+  // (Open MPI crashes in it), so such communicators are left to MPI_Finalize.
+  virtual void abandoned() {}
 };
 
 }  // namespace zrt

@@ -65,11 +65,10 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
   return abi_call("zrt_comm_create", [&] {
     Context &c = context_from(context);
     require_nonnull(comm_p, "comm_p");
-    Communicator::Options options;
-    options.backend = c.config().get_string("comm.backend");
-    options.deterministic = c.config().get_bool("comm.deterministic");
+    Communicator::Options options = c.part<CommPart>().default_options();
     if (params != nullptr) {
-      const uint64_t known = ZRT_COMM_PARAM_FIELD_BACKEND | ZRT_COMM_PARAM_FIELD_DETERMINISTIC;
+      const uint64_t known = ZRT_COMM_PARAM_FIELD_BACKEND | ZRT_COMM_PARAM_FIELD_DETERMINISTIC |
+                             ZRT_COMM_PARAM_FIELD_TIMEOUT;
       if (params->field_mask & ~known)
         fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
              params->field_mask & ~known);
@@ -79,6 +78,13 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
       }
       if (params->field_mask & ZRT_COMM_PARAM_FIELD_DETERMINISTIC)
         options.deterministic = params->deterministic != 0;
+      if (params->field_mask & ZRT_COMM_PARAM_FIELD_TIMEOUT) {
+        if (!(params->timeout >= 0) || params->timeout > 1e9)
+          fail(ZRT_ERR_INVALID_ARGUMENT,
+               "params->timeout is {}: accepted values are 0 (no watchdog) to 1e9 seconds",
+               params->timeout);
+        options.timeout = params->timeout;
+      }
     }
     if (mpi_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
     std::unique_ptr<Communicator> comm;

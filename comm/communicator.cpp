@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "comm/dtype.hpp"
+#include "comm/graveyard.hpp"
 #include "comm/partition.hpp"
 #include "runtime/context.hpp"
 #include "runtime/log.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 // A signature of everything the ranks must agree on, folded into 62 bits so that it and
 // its negation fit an int64 (one MPI_MAX all-reduce then yields both min and max).
-int64_t signature(const CollArgs &a) {
+int64_t signature(const CollArgs &a, int backend) {
   uint64_t h = 0x9e3779b97f4a7c15ull;
   auto mix = [&](uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -27,12 +28,24 @@ int64_t signature(const CollArgs &a) {
   mix(static_cast<uint64_t>(a.dtype));
   mix(static_cast<uint64_t>(a.op));
   mix(static_cast<uint64_t>(a.root));
+  mix(static_cast<uint64_t>(backend));
   return static_cast<int64_t>(h >> 2);
 }
 
 bool overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
   auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
   return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+std::string bytes_text(size_t bytes) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.3g} {}", v, units[u]);
 }
 
 }  // namespace
@@ -61,6 +74,20 @@ std::string CollArgs::describe() const {
                      op_name(op));
 }
 
+std::string CollArgs::describe_with_bytes() const {
+  size_t esize = 0;
+  try {
+    esize = dtype_size(dtype);
+  } catch (const Error &) {
+  }
+  std::string size =
+      fmt::format("{} x {} = {}", count, dtype_name(dtype), bytes_text(count * esize));
+  if (kind == CollKind::Broadcast)
+    return fmt::format("{} #{} ({}, root {})", coll_name(kind), seq, size, root);
+  if (kind == CollKind::AllGather) return fmt::format("{} #{} ({})", coll_name(kind), seq, size);
+  return fmt::format("{} #{} ({}, {})", coll_name(kind), seq, size, op_name(op));
+}
+
 HandleTable<Communicator> &comm_table() {
   static HandleTable<Communicator> table("communicator");
   return table;
@@ -85,6 +112,9 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter(mpi_comm)");
   if (inter) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is an inter-communicator");
+  if (!(options.timeout >= 0))
+    fail(ZRT_ERR_INVALID_ARGUMENT, "timeout is {}: it must be >= 0 seconds (0: no watchdog)",
+         options.timeout);
   check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup");
   try {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -92,29 +122,55 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     check_args_ = context.config().get_bool("comm.check_args");
-    backend_ = create_backend(*this, options.backend);
+    BackendGroup group;
+    group.context = &context;
+    group.comm = comm_;
+    group.rank = rank_;
+    group.size = size_;
+    group.deterministic = deterministic_;
+    backends_ = std::make_unique<BackendSet>(group, options.backend);
+    if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
   } catch (...) {
+    backends_.reset();
     if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
     MPI_Comm_free(&comm_);
     throw;
   }
-  log::debug("communicator of {} ranks on backend {}", size_, backend_->name());
+  log::debug("communicator of {} ranks; large host buffers go to backend {}", size_,
+             backends_->primary());
 }
 
 Communicator::~Communicator() {
-  // Rejected posts' checks still involve the other ranks: finish them before freeing.
-  while (!orphans_.empty())
+  // Rejected posts' checks still involve the other ranks: finish them before freeing
+  // (unless the watchdog has failed the communicator: then they may never finish).
+  while (!orphans_.empty() && failure_.empty())
     progress();
-  backend_.reset();  // before the MPI communicators it may use
+  orphans_.clear();
+  watchdog_.reset();
+  // After a timeout, MPI may still be running the abandoned collectives: it must keep their
+  // communicators (Open MPI crashes progressing one whose communicator was freed), so they
+  // are left for MPI_Finalize.
+  const bool keep = !failure_.empty();
+  if (keep) backends_->abandoned();
+  backends_.reset();  // before the MPI communicators they use
+  if (keep) return;
   if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void Communicator::describe(nlohmann::json &out) const {
+  nlohmann::json choice;
+  backends_->describe(choice);
+  out = {{"size", size_},
+         {"backend", choice},
+         {"check_args", check_args_},
+         {"deterministic", deterministic_},
+         {"timeout", timeout()}};
 }
 
 void Communicator::validate(const CollArgs &a) const {
   size_t esize = dtype_size(a.dtype);
   if (a.kind != CollKind::AllGather && a.kind != CollKind::Broadcast) check_op(a.op);
-  if (a.count > static_cast<size_t>(INT_MAX) * static_cast<size_t>(size_))
-    fail(ZRT_ERR_NOT_SUPPORTED, "count {} is too large for backend {}", a.count, backend_->name());
   if (a.count == 0) return;
   Shard own = shard_range(a.count, size_, rank_);
   auto aligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % esize == 0; };
@@ -142,18 +198,12 @@ void Communicator::validate(const CollArgs &a) const {
       require_nonnull(a.recv, "recvbuf");
       if (a.send != a.recv && overlaps(a.send, a.count * esize, a.recv, a.count * esize))
         fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap but are not equal (in place)");
-      if (a.count > static_cast<size_t>(INT_MAX))
-        fail(ZRT_ERR_NOT_SUPPORTED, "count {} exceeds INT_MAX, the limit of backend {}", a.count,
-             backend_->name());
       break;
     case CollKind::Broadcast:
       require_nonnull(a.recv, "buf");
       if (a.root < 0 || a.root >= size_)
         fail(ZRT_ERR_INVALID_ARGUMENT, "root is {}: accepted values are 0 .. {}", a.root,
              size_ - 1);
-      if (a.count > static_cast<size_t>(INT_MAX))
-        fail(ZRT_ERR_NOT_SUPPORTED, "count {} exceeds INT_MAX, the limit of backend {}", a.count,
-             backend_->name());
       break;
   }
   if ((a.send != nullptr && !aligned(a.send)) || !aligned(a.recv))
@@ -166,33 +216,57 @@ void Communicator::validate(const CollArgs &a) const {
 constexpr int64_t kPoison = INT64_MAX;
 
 void Communicator::post_check(Request &r, bool poison) {
-  int64_t sig = poison ? kPoison : signature(r.args_);
+  int64_t sig = poison ? kPoison : signature(r.args_, r.backend_index_);
   int64_t count = static_cast<int64_t>(r.args_.count);
-  int64_t *v = r.check_values_;
+  int64_t backend = r.backend_index_;
+  int64_t *v = r.check_values();
   v[0] = sig;
   v[1] = -sig;
   v[2] = count;
   v[3] = -count;
-  int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, check_comm_, &r.check_request_);
+  v[4] = backend;
+  v[5] = -backend;
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 6, MPI_INT64_T, MPI_MAX, check_comm_, &r.check_request_);
   if (rc != MPI_SUCCESS) {
     r.fail(ZRT_ERR_MPI, fmt::format("{}: MPI_Iallreduce (argument check) failed: {}",
                                     r.args_.describe(), mpi_error_string(rc)));
     return;
   }
-  r.phase_ = Request::Phase::Checking;
+  r.set_phase(Request::Phase::Checking);
   unstarted_.push_back(&r);
 }
 
 std::unique_ptr<Request> Communicator::post(CollArgs args) {
   std::lock_guard lock(mutex_);
   args.seq = next_seq_;
+  // A verdict a peer has already sent must win over this collective, which could otherwise
+  // complete against the late half of the one the peers abandoned (without the argument
+  // check it goes straight to the backend): look for one now, whenever the last look was.
+  last_watch_ = 0;
+  watch_locked();
+  Backend *backend = nullptr;
+  int index = 0;
   try {
+    if (!failure_.empty())
+      fail(ZRT_ERR_TIMEOUT, "{}: this communicator failed earlier: {}", args.describe(), failure_);
     validate(args);
+    MemoryKind memory = MemoryKind::Host;
+    if (args.count > 0) {
+      memory = memory_kind(args.recv);
+      if (args.send != nullptr && memory_kind(args.send) != memory)
+        fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf is {} but recvbuf is {}; they must be alike",
+             memory_kind_name(memory_kind(args.send)), memory_kind_name(memory));
+    }
+    backend = &backends_->choose(args, memory, &index);
+    backend->check(args);
   } catch (const Error &) {
-    if (check_args_) {
+    // Tell the others, whose check would wait for this rank forever. A failed
+    // communicator is past that: its peers do not wait for checks any more.
+    if (check_args_ && failure_.empty()) {
       ++next_seq_;
       auto orphan = std::make_unique<Request>(*this, args);
       orphan->orphan_ = true;
+      orphan->posted_at_ = Watchdog::now();
       post_check(*orphan, true);
       if (!orphan->finished()) orphans_.push_back(std::move(orphan));
     }
@@ -200,6 +274,9 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
   }
   ++next_seq_;
   auto request = std::make_unique<Request>(*this, args);
+  request->backend_ = backend;
+  request->backend_index_ = index;
+  request->posted_at_ = Watchdog::now();
   ++live_requests_;
   if (check_args_) {
     post_check(*request, false);
@@ -218,8 +295,9 @@ void Communicator::drop_orphan(Request &r) {
 }
 
 void Communicator::finish_check(Request &r) {
-  const int64_t *v = r.check_values_;
+  const int64_t *v = r.check_values();
   int64_t max_sig = v[0], min_sig = -v[1], max_count = v[2], min_count = -v[3];
+  int64_t max_backend = v[4], min_backend = -v[5];
   if (r.orphan_) {
     r.fail(ZRT_ERR_INVALID_ARGUMENT, "rejected on this rank");
     return;
@@ -232,13 +310,18 @@ void Communicator::finish_check(Request &r) {
     return;
   }
   if (max_sig == min_sig && max_count == min_count) {
-    r.phase_ = Request::Phase::Ready;
+    r.set_phase(Request::Phase::Ready);
     return;
   }
-  std::string what =
-      max_count != min_count
-          ? fmt::format("counts differ across ranks: from {} to {}", min_count, max_count)
-          : std::string("the collective, dtype, op or root differs across ranks");
+  std::string what;
+  if (max_count != min_count)
+    what = fmt::format("counts differ across ranks: from {} to {}", min_count, max_count);
+  else if (max_backend != min_backend)
+    what =
+        "the ranks chose different backends for it: are the buffers in host memory on some "
+        "ranks and in device memory on others?";
+  else
+    what = "the collective, dtype, op or root differs across ranks";
   r.fail(ZRT_ERR_MISMATCH,
          fmt::format("{} on rank {}: {}; every rank must post the same collectives in the "
                      "same order with the same arguments",
@@ -247,8 +330,8 @@ void Communicator::finish_check(Request &r) {
 
 void Communicator::start(Request &r) {
   try {
-    r.op_ = backend_->start(r.args_);
-    r.phase_ = Request::Phase::Running;
+    r.op_ = r.backend_->start(r.args_);
+    r.set_phase(Request::Phase::Running);
     running_.push_back(&r);
   } catch (const Error &e) {
     r.fail(e.status(), fmt::format("{}: {}", r.args_.describe(), e.what()));
@@ -257,10 +340,27 @@ void Communicator::start(Request &r) {
 
 void Communicator::progress() {
   std::lock_guard lock(mutex_);
+  progress_locked();
+}
+
+bool Communicator::progress_from_thread() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return true;  // the program is progressing it now
+  progress_locked();
+  return !unstarted_.empty() || !running_.empty();
+}
+
+bool Communicator::watch_from_thread() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) watch_locked();
+  return false;
+}
+
+void Communicator::progress_locked() {
   // Start requests strictly in sequence order.
   while (!unstarted_.empty()) {
     Request &r = *unstarted_.front();
-    if (r.phase_ == Request::Phase::Checking) {
+    if (r.phase() == Request::Phase::Checking) {
       int done = 0;
       int rc = MPI_Test(&r.check_request_, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {
@@ -273,7 +373,7 @@ void Communicator::progress() {
       if (!done) break;
       finish_check(r);
     }
-    if (r.phase_ == Request::Phase::Ready) start(r);
+    if (r.phase() == Request::Phase::Ready) start(r);
     unstarted_.pop_front();
     if (r.orphan_) drop_orphan(r);
   }
@@ -284,8 +384,8 @@ void Communicator::progress() {
     try {
       done = r.op_->step();
       if (done) {
-        r.phase_ = Request::Phase::Done;
         r.op_.reset();
+        r.set_phase(Request::Phase::Done);
       }
     } catch (const Error &e) {
       r.fail(e.status(), fmt::format("{}: {}", r.args_.describe(), e.what()));
@@ -298,6 +398,57 @@ void Communicator::progress() {
       ++i;
     }
   }
+  watch_locked();
+}
+
+void Communicator::watch_locked() {
+  if (!watchdog_) return;
+  // The watchdog's MPI_Test runs MPI's whole progress engine (sockets included): a tight
+  // wait loop calls it at most every millisecond, which is plenty for a timeout in seconds.
+  const double now = Watchdog::now();
+  if (now - last_watch_ < 1e-3) return;
+  last_watch_ = now;
+  // The oldest unfinished collective: the front of the start queue, or a running one.
+  const Request *oldest = unstarted_.empty() ? nullptr : unstarted_.front();
+  for (const Request *r : running_)
+    if (oldest == nullptr || r->args_.seq < oldest->args_.seq) oldest = r;
+  Watchdog::Oldest what;
+  if (oldest != nullptr) {
+    what.seq = oldest->args_.seq;
+    what.posted_at = oldest->posted_at_;
+    what.what = oldest->args_.describe_with_bytes();
+  }
+  std::optional<WatchVerdict> verdict = watchdog_->poll(
+      now, oldest != nullptr ? &what : nullptr, next_seq_,
+      oldest != nullptr && oldest->backend_ != nullptr ? oldest->backend_->name() : "none");
+  if (verdict) fail_all(*verdict);
+}
+
+void Communicator::fail_all(const WatchVerdict &verdict) {
+  failure_ = verdict.message;
+  log::error("{}", verdict.message);
+  auto message_for = [&](const Request &r) {
+    return r.args_.seq == verdict.seq ? verdict.message
+                                      : fmt::format("{}: abandoned, the communicator failed: {}",
+                                                    r.args_.describe(), verdict.message);
+  };
+  // Argument checks and operations in flight may never complete, and MPI may write into
+  // their buffers until it finalizes: they are buried, not freed.
+  for (Request *r : unstarted_) {
+    if (r->phase() == Request::Phase::Checking) {
+      r->check_request_ = MPI_REQUEST_NULL;
+      bury(std::move(r->check_storage_));
+    }
+    r->fail(ZRT_ERR_TIMEOUT, message_for(*r));
+  }
+  for (Request *r : running_) {
+    r->op_->abandon();
+    bury(std::move(r->op_));
+    r->fail(ZRT_ERR_TIMEOUT, message_for(*r));
+  }
+  unstarted_.clear();
+  running_.clear();
+  orphans_.clear();
 }
 
 }  // namespace zrt

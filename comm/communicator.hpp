@@ -1,5 +1,5 @@
-// The object behind zrt_comm_h: a group of ranks, its backend, and the progress engine
-// that starts its collectives in order and steps them to completion.
+// The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, and the
+// progress engine that starts its collectives in order and steps them to completion.
 #pragma once
 
 #include <mpi.h>
@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "comm/registry.hpp"
 #include "comm/request.hpp"
+#include "comm/watchdog.hpp"
 #include "runtime/handle_table.hpp"
 
 namespace zrt {
@@ -21,11 +23,12 @@ class Context;
 
 class Communicator {
  public:
-  // Collective over user_comm (duplicated twice: data traffic and argument checks never
-  // match each other's messages).
+  // Collective over user_comm (duplicated: data traffic, argument checks and the watchdog
+  // each have their own, so they never match each other's messages).
   struct Options {
     std::string backend = "auto";  // or a backend name
     bool deterministic = false;    // reductions sum in rank order (ordered_sum.hpp)
+    double timeout = 0;            // seconds; 0: no watchdog
   };
   Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world);
   ~Communicator();
@@ -37,15 +40,21 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool world() const { return world_; }
-  const char *backend_name() const { return backend_->name(); }
+  const char *backend_name() const { return backends_->primary(); }
   bool check_args() const { return check_args_; }
   bool deterministic() const { return deterministic_; }
+  double timeout() const { return watchdog_ ? watchdog_->timeout() : 0; }
+  void describe(nlohmann::json &out) const;
 
   // Validates args locally and creates the request (owned by the caller). Collective in
   // that every rank must post the same sequence of collectives.
   std::unique_ptr<Request> post(CollArgs args);
-  // Starts ready requests in sequence order and steps running ones.
+  // Starts ready requests in sequence order, steps running ones, runs the watchdog.
   void progress();
+  // The progress thread's entry points: they skip a communicator another thread is
+  // progressing. progress_from_thread returns whether requests are in flight.
+  bool progress_from_thread();
+  bool watch_from_thread();
   // Requests created and not yet freed.
   int live_requests() const { return live_requests_.load(); }
   void request_freed() { --live_requests_; }
@@ -53,11 +62,14 @@ class Communicator {
   uintptr_t handle = 0;  // this communicator's own handle value
 
  private:
+  void progress_locked();
+  void watch_locked();
   void validate(const CollArgs &args) const;
   void start(Request &request);
   void finish_check(Request &request);
   void post_check(Request &request, bool poison);
   void drop_orphan(Request &request);
+  void fail_all(const WatchVerdict &verdict);
 
   Context &context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -66,13 +78,17 @@ class Communicator {
   bool world_ = false;
   bool check_args_ = true;
   bool deterministic_ = false;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<BackendSet> backends_;
+  std::unique_ptr<Watchdog> watchdog_;
+  double last_watch_ = 0;  // steady-clock seconds of the watchdog's last poll
   std::mutex mutex_;
   uint64_t next_seq_ = 0;
   std::deque<Request *> unstarted_;  // in sequence order
   std::vector<Request *> running_;
   // Argument checks of posts this rank rejected; the other ranks still take part in them.
   std::vector<std::unique_ptr<Request>> orphans_;
+  // Set once the watchdog failed this communicator: every later post fails with it.
+  std::string failure_;
   std::atomic<int> live_requests_{0};
 };
 
@@ -80,9 +96,5 @@ HandleTable<Communicator> &comm_table();
 HandleTable<Request> &request_table();
 Communicator &comm_from(zrt_comm_h handle, const char *argument = "comm");
 Request &request_from(zrt_request_h handle, const char *argument = "request");
-
-// The backend registry (registry.cpp): the backends this build has, and the choice.
-std::unique_ptr<Backend> create_backend(Communicator &comm, const std::string &requested);
-std::vector<std::string> backend_names();
 
 }  // namespace zrt

@@ -1,26 +1,59 @@
 // The one place that knows which communication backends this build has, and chooses
-// among them. Backends added by later builds (shm, ucx, nccl) register here.
+// among them (the rule is in registry.hpp).
+#include "comm/registry.hpp"
+
 #include <algorithm>
 
-#include "comm/communicator.hpp"
+#include "comm/dtype.hpp"
+#include "comm/group_nodes.hpp"
+#include "comm/hier/hier_backend.hpp"
 #include "comm/mpi/mpi_backend.hpp"
+#include "comm/shm/shm_backend.hpp"
+#include "runtime/agree.hpp"
+#include "runtime/context.hpp"
 #include "runtime/error.hpp"
+#include "runtime/log.hpp"
+#if ZRT_HAVE_UCX
+#include "comm/ucx/ucx_backend.hpp"
+#endif
+#if ZRT_HAVE_NCCL
+#include "comm/nccl/nccl_backend.hpp"
+#endif
 
 namespace zrt {
 
 namespace {
 
-struct BackendEntry {
+using Factory = std::unique_ptr<Backend> (*)(const BackendGroup &);
+
+std::unique_ptr<Backend> make_shm(const BackendGroup &group) {
+  return std::make_unique<ShmBackend>(group);
+}
+
+struct Entry {
   const char *name;
-  std::unique_ptr<Backend> (*create)(Communicator &);
+  Factory create;
 };
 
-const std::vector<BackendEntry> &entries() {
-  // In order of preference for "auto".
-  static const std::vector<BackendEntry> list = {
-      {"mpi", &make_mpi_backend},
+const std::vector<Entry> &entries() {
+  static const std::vector<Entry> list = {
+    {"mpi", &make_mpi_backend},
+    {"shm", &make_shm},
+#if ZRT_HAVE_UCX
+    {"ucx", &make_ucx_backend},
+#endif
+    {"hier", &make_hier_backend},
+#if ZRT_HAVE_NCCL
+    {"nccl", &make_nccl_backend},
+#endif
   };
   return list;
+}
+
+const Entry *find(const std::string &name) {
+  for (const Entry &e : entries())
+    if (name == e.name) return &e;
+  return nullptr;
 }
 
 }  // namespace
@@ -32,14 +65,132 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-std::unique_ptr<Backend> create_backend(Communicator &comm, const std::string &requested) {
-  if (requested == "auto") return entries().front().create(comm);
-  for (const auto &e : entries())
-    if (requested == e.name) return e.create(comm);
-  fail(ZRT_ERR_INVALID_ARGUMENT,
-       "backend '{}' is not available in this build: accepted values "
-       "are auto, {}",
-       requested, fmt::join(backend_names(), ", "));
+std::unique_ptr<Backend> create_network_backend(const BackendGroup &group,
+                                                const std::string &choice) {
+  if (choice != "mpi" && find("ucx") != nullptr) {
+    std::unique_ptr<Backend> b;
+    try {
+      run_agreed(group.comm, [&] { b = find("ucx")->create(group); });
+      return b;
+    } catch (const Error &e) {
+      if (group.rank == 0)
+        log::warn("backend ucx could not start ({}); using mpi instead", e.what());
+    }
+  }
+  return make_mpi_backend(group);
+}
+
+BackendSet::~BackendSet() = default;
+
+BackendSet::BackendSet(const BackendGroup &group, const std::string &requested)
+    : requested_(requested) {
+  if (requested != "auto" && find(requested) == nullptr)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "backend '{}' is not available in this build: accepted values are auto, {}", requested,
+         fmt::join(backend_names(), ", "));
+
+  // Creates a backend on every rank or on none; returns its index, or -1 with `why` set
+  // when it failed everywhere and `optional`.
+  auto create = [&](const std::string &name, bool optional, std::string *why) -> int {
+    for (size_t i = 0; i < backends_.size(); ++i)
+      if (name == backends_[i]->name()) return static_cast<int>(i);
+    std::unique_ptr<Backend> b;
+    try {
+      run_agreed(group.comm, [&] { b = find(name)->create(group); });
+    } catch (const Error &e) {
+      if (!optional) throw;
+      if (why != nullptr) *why = e.what();
+      return -1;
+    }
+    backends_.push_back(std::move(b));
+    return static_cast<int>(backends_.size()) - 1;
+  };
+  // ucx falls back to mpi with a warning: a transport list that does not fit this node
+  // should cost speed, not the job.
+  auto create_ucx_or_mpi = [&]() -> int {
+    if (find("ucx") == nullptr) return create("mpi", false, nullptr);
+    std::string why;
+    int i = create("ucx", true, &why);
+    if (i >= 0) return i;
+    if (group.rank == 0) log::warn("backend ucx could not start ({}); using mpi instead", why);
+    return create("mpi", false, nullptr);
+  };
+
+  small_bytes_ = static_cast<size_t>(group.context->config().get_int("comm.small_bytes"));
+  if (requested != "auto") {
+    int i = requested == "ucx" ? create_ucx_or_mpi() : create(requested, false, nullptr);
+    host_ = host_small_ = device_ = i;
+    why_ = requested == backends_[static_cast<size_t>(i)]->name()
+               ? "requested"
+               : "requested ucx, which could not start";
+    return;
+  }
+
+  GroupNodes nodes = group_nodes(*group.context, group.comm);
+  if (nodes.nodes == 1 && nodes.shared_memory) {
+    host_ = host_small_ = create("shm", false, nullptr);
+    why_ = fmt::format("one node, {} rank(s)", group.size);
+  } else if (nodes.ranks_per_node >= 2) {
+    host_ = create("hier", false, nullptr);
+    host_small_ = create("mpi", false, nullptr);
+    why_ = fmt::format("{} nodes of {} ranks{}", nodes.nodes, nodes.ranks_per_node,
+                       nodes.faked ? " (faked)" : "");
+  } else {
+    host_ = create_ucx_or_mpi();
+    host_small_ = create("mpi", false, nullptr);
+    why_ = nodes.ranks_per_node == 1 ? fmt::format("{} nodes of one rank", nodes.nodes)
+                                     : fmt::format("{} nodes of uneven rank counts", nodes.nodes);
+  }
+  if (find("nccl") == nullptr) {
+    device_missing_ = "this build has no NCCL";
+  } else {
+    device_ = create("nccl", true, &device_missing_);
+  }
+}
+
+Backend &BackendSet::choose(const CollArgs &a, MemoryKind memory, int *index) const {
+  int i = host_;
+  if (memory == MemoryKind::Device) {
+    i = device_;
+    if (i < 0)
+      fail(ZRT_ERR_NOT_SUPPORTED, "the buffers are {} and no backend serves it: {}",
+           memory_kind_name(memory), device_missing_);
+  } else if (a.count * dtype_size(a.dtype) < small_bytes_) {
+    i = host_small_;
+  }
+  Backend &b = *backends_[static_cast<size_t>(i)];
+  if (!b.serves(memory))
+    fail(ZRT_ERR_NOT_SUPPORTED, "backend {} does not serve {}, where the buffers of this {} are",
+         b.name(), memory_kind_name(memory), coll_name(a.kind));
+  *index = i;
+  return b;
+}
+
+void BackendSet::abandoned() {
+  for (auto &b : backends_)
+    b->abandoned();
+}
+
+const char *BackendSet::primary() const {
+  return backends_[static_cast<size_t>(host_)]->name();
+}
+
+void BackendSet::describe(nlohmann::json &out) const {
+  nlohmann::json created = nlohmann::json::object();
+  for (const auto &b : backends_) {
+    nlohmann::json facts = nlohmann::json::object();
+    b->describe(facts);
+    created[b->name()] = facts;
+  }
+  out = {{"requested", requested_},
+         {"host", backends_[static_cast<size_t>(host_)]->name()},
+         {"host_small", backends_[static_cast<size_t>(host_small_)]->name()},
+         {"small_bytes", small_bytes_},
+         {"device", device_ >= 0 ? nlohmann::json(backends_[static_cast<size_t>(device_)]->name())
+                                 : nlohmann::json(nullptr)},
+         {"why", why_},
+         {"created", created}};
+  if (device_ < 0) out["device_missing"] = device_missing_;
 }
 
 }  // namespace zrt

@@ -7,15 +7,17 @@
 
 namespace zrt {
 
+Request::~Request() = default;
+
 void Request::fail(zrt_status_t status, std::string message) {
-  phase_ = Phase::Failed;
   status_ = status;
   message_ = std::move(message);
   op_.reset();
+  set_phase(Phase::Failed);
 }
 
 zrt_status_t Request::report() const {
-  switch (phase_) {
+  switch (phase_.load(std::memory_order_acquire)) {
     case Phase::Done:
       return ZRT_SUCCESS;
     case Phase::Failed:
@@ -31,11 +33,18 @@ zrt_status_t Request::test() {
 }
 
 zrt_status_t Request::wait() {
-  // Spins with a yield: MPI needs these calls to progress, and on an oversubscribed node
-  // the yield lets the peer rank run.
-  while (!finished()) {
+  // Spins, yielding every few rounds: the backends need these calls to progress, a peer
+  // on another core answers within microseconds, and on an oversubscribed node the yield
+  // lets a peer that shares this core run. The communicator's watchdog runs inside
+  // progress(), so this loop ends with an error rather than hang when a rank never arrives
+  // (comm.timeout).
+  constexpr int kSpinsPerYield = 32;
+  for (int spins = 0; !finished();) {
     comm_.progress();
-    if (!finished()) sched_yield();
+    if (!finished() && ++spins == kSpinsPerYield) {
+      sched_yield();
+      spins = 0;
+    }
   }
   return report();
 }

@@ -6,12 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
+#include "alpha_beta.hpp"
 #include "timing.hpp"
 
 namespace {
@@ -23,6 +26,7 @@ struct CommOptions {
   std::string max_bytes = "256M";
   int factor = 4;
   std::vector<std::string> ops = {"reduce_scatter", "all_gather", "all_reduce"};
+  std::vector<std::string> backends = {"mpi", "shm", "ucx", "hier"};
   std::string dtype = "fp32";
   TimingPolicy timing;
 };
@@ -41,6 +45,12 @@ void fail_if(zrt_status_t st, const char *what) {
   }
 }
 
+struct Column {
+  std::string name;  // backend asked for
+  std::string runs;  // backend that serves it (ucx may fall back to mpi)
+  zrt_comm_h comm = nullptr;
+};
+
 int run_comm(const CommOptions &opt) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -53,10 +63,26 @@ int run_comm(const CommOptions &opt) {
   }
   zrt_context_h ctx = nullptr;
   fail_if(zrt_init(MPI_COMM_WORLD, nullptr, &ctx), "zrt_init");
-  zrt_comm_h comm = nullptr;
-  zrt_context_comm(ctx, &comm);
-  const char *backend = "?";
-  zrt_comm_backend(comm, &backend);
+
+  // One communicator per backend asked for; a backend this build or job cannot run is
+  // left out with its reason (every rank fails zrt_comm_create together).
+  std::vector<Column> columns;
+  for (const std::string &b : opt.backends) {
+    zrt_comm_params_t p = {};
+    p.field_mask = ZRT_COMM_PARAM_FIELD_BACKEND;
+    p.backend = b.c_str();
+    Column c;
+    c.name = b;
+    if (zrt_comm_create(ctx, MPI_COMM_WORLD, &p, &c.comm) != ZRT_SUCCESS) {
+      if (rank == 0 && !opt.json)
+        fmt::print("backend {}: left out: {}\n", b, zrt_last_error_message());
+      continue;
+    }
+    const char *runs = "?";
+    zrt_comm_backend(c.comm, &runs);
+    c.runs = runs;
+    columns.push_back(c);
+  }
 
   std::FILE *json_out = nullptr;
   if (rank == 0 && !opt.json_file.empty()) {
@@ -66,6 +92,11 @@ int run_comm(const CommOptions &opt) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
+  auto emit = [&](const nlohmann::json &j) {
+    if (rank != 0) return;
+    if (opt.json) fmt::print("{}\n", j.dump());
+    if (json_out != nullptr) fmt::print(json_out, "{}\n", j.dump());
+  };
 
   zrt_dtype_t dt = parse_dtype(opt.dtype);
   size_t es = 0;
@@ -78,16 +109,26 @@ int run_comm(const CommOptions &opt) {
   std::vector<char> send(max_bytes), recv(max_bytes);
   for (size_t i = 0; i < max_bytes; ++i)
     send[i] = static_cast<char>(i * 7 + rank);
+  if (dt != ZRT_DTYPE_FP64)  // keep every element a small finite number
+    for (size_t i = 0; i + 1 < max_bytes; i += 2)
+      send[i + 1] = 0x3c;
   std::memset(recv.data(), 0, recv.size());
 
   if (rank == 0 && !opt.json) {
     fmt::print(
-        "zrt-bench comm: {} ranks, {}, zerort backend {}; bus bandwidth in GB/s "
-        "(reduce-scatter/all-gather move (n-1)/n of the buffer, all-reduce 2(n-1)/n)\n",
-        n, opt.dtype, backend);
-    fmt::print("{:<15} {:>10} | {:>10} {:>9} | {:>10} {:>9} | {:>8}\n", "op", "bytes", "mpi s",
-               "mpi GB/s", "zerort s", "zrt GB/s", "zrt/mpi");
+        "zrt-bench comm: {} ranks, {}; bus bandwidth in GB/s (reduce-scatter and all-gather "
+        "move (n-1)/n of the buffer, all-reduce 2(n-1)/n); memcpy: every rank copying the "
+        "buffer at once, the limit of a one-copy collective\n",
+        n, opt.dtype);
+    std::string head = fmt::format("{:<15} {:>8} | {:>7} {:>7} |", "op", "bytes", "memcpy", "ompi");
+    for (const Column &c : columns)
+      head += fmt::format(" {:>7}", c.name == c.runs ? c.name : c.name + ">" + c.runs);
+    head += fmt::format(" | {:>9} {:>9}", "best/ompi", "/memcpy");
+    fmt::print("{}\n", head);
   }
+
+  // Samples for the alpha-beta fit: per (op, column), the sizes and median times.
+  std::map<std::pair<std::string, std::string>, std::vector<Sample>> samples;
 
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= static_cast<size_t>(opt.factor)) {
     size_t count = bytes / es;
@@ -104,11 +145,23 @@ int run_comm(const CommOptions &opt) {
     size_t own_offset = static_cast<size_t>(displs[static_cast<size_t>(rank)]);
     int own_len = counts[static_cast<size_t>(rank)];
 
+    Timing t_copy = time_collective(MPI_COMM_WORLD, opt.timing,
+                                    [&] { std::memcpy(recv.data(), send.data(), bytes); });
+    double copy_gbs = static_cast<double>(bytes) / t_copy.median / 1e9;
+    emit({{"bench", "comm"},
+          {"op", "memcpy"},
+          {"impl", "memcpy"},
+          {"bytes", bytes},
+          {"np", n},
+          {"seconds", t_copy.median},
+          {"gbs", copy_gbs}});
+
     for (const std::string &op : opt.ops) {
-      std::function<void()> ours, theirs;
+      std::function<void(zrt_comm_h)> ours;
+      std::function<void()> theirs;
       double bus_factor = static_cast<double>(n - 1) / n;
       if (op == "reduce_scatter") {
-        ours = [&] {
+        ours = [&](zrt_comm_h comm) {
           fail_if(zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
                   "zrt_reduce_scatter");
         };
@@ -121,7 +174,7 @@ int run_comm(const CommOptions &opt) {
                                MPI_COMM_WORLD);
         };
       } else if (op == "all_gather") {
-        ours = [&] {
+        ours = [&](zrt_comm_h comm) {
           fail_if(zrt_all_gather(comm, send.data() + own_offset * es, recv.data(), count, dt),
                   "zrt_all_gather");
         };
@@ -135,7 +188,7 @@ int run_comm(const CommOptions &opt) {
         };
       } else if (op == "all_reduce") {
         bus_factor *= 2;
-        ours = [&] {
+        ours = [&](zrt_comm_h comm) {
           fail_if(zrt_all_reduce(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
                   "zrt_all_reduce");
         };
@@ -147,45 +200,80 @@ int run_comm(const CommOptions &opt) {
         if (rank == 0) std::fprintf(stderr, "zrt-bench comm: unknown op %s\n", op.c_str());
         return 2;
       }
-      Timing t_mpi{}, t_ours{};
-      if (has_baseline) t_mpi = time_collective(MPI_COMM_WORLD, opt.timing, theirs);
-      t_ours = time_collective(MPI_COMM_WORLD, opt.timing, ours);
-      double bw_mpi =
-          has_baseline ? bus_factor * static_cast<double>(bytes) / t_mpi.median / 1e9 : 0;
-      double bw_ours = bus_factor * static_cast<double>(bytes) / t_ours.median / 1e9;
-      double ratio = has_baseline ? t_mpi.median / t_ours.median : 0;
-      if (rank != 0) continue;
-      {
-        auto row = [&](const char *impl, const Timing &t, double busbw) {
-          nlohmann::json j{{"bench", "comm"},
-                           {"op", op},
-                           {"impl", impl},
-                           {"bytes", bytes},
-                           {"np", n},
-                           {"dtype", opt.dtype},
-                           {"seconds", t.median},
-                           {"seconds_min", t.min},
-                           {"samples", t.samples},
-                           {"algbw_gbs", static_cast<double>(bytes) / t.median / 1e9},
-                           {"busbw_gbs", busbw}};
-          if (std::string(impl) == "zerort") {
-            j["backend"] = backend;
-            if (has_baseline) j["speedup_vs_mpi"] = ratio;
-          }
-          if (opt.json) fmt::print("{}\n", j.dump());
-          if (json_out != nullptr) fmt::print(json_out, "{}\n", j.dump());
-        };
-        if (has_baseline) row("mpi", t_mpi, bw_mpi);
-        row("zerort", t_ours, bw_ours);
+      auto busbw = [&](const Timing &t) {
+        return bus_factor * static_cast<double>(bytes) / t.median / 1e9;
+      };
+      auto row = [&](const char *impl, const std::string &backend, const Timing &t, double ratio) {
+        nlohmann::json j{{"bench", "comm"},
+                         {"op", op},
+                         {"impl", impl},
+                         {"bytes", bytes},
+                         {"np", n},
+                         {"dtype", opt.dtype},
+                         {"seconds", t.median},
+                         {"seconds_min", t.min},
+                         {"samples", t.samples},
+                         {"algbw_gbs", static_cast<double>(bytes) / t.median / 1e9},
+                         {"busbw_gbs", busbw(t)}};
+        if (!backend.empty()) {
+          j["backend"] = backend;
+          if (has_baseline) j["speedup_vs_mpi"] = ratio;
+          j["of_memcpy"] = busbw(t) / copy_gbs;
+        }
+        emit(j);
+      };
+
+      Timing t_mpi{};
+      if (has_baseline) {
+        t_mpi = time_collective(MPI_COMM_WORLD, opt.timing, theirs);
+        row("mpi", "", t_mpi, 0);
+        samples[{op, "ompi"}].push_back({static_cast<double>(bytes), t_mpi.median});
       }
-      if (!opt.json) {
-        fmt::print("{:<15} {:>10} | {:>10.3g} {:>9.3f} | {:>10.3g} {:>9.3f} | {:>7.2f}x\n", op,
-                   format_bytes(bytes), t_mpi.median, bw_mpi, t_ours.median, bw_ours, ratio);
+      std::string line = fmt::format("{:<15} {:>8} | {:>7.2f} {:>7.3f} |", op, format_bytes(bytes),
+                                     copy_gbs, has_baseline ? busbw(t_mpi) : 0.0);
+      double best = 0;
+      for (const Column &c : columns) {
+        Timing t = time_collective(MPI_COMM_WORLD, opt.timing, [&] { ours(c.comm); });
+        row("zerort", c.name, t, has_baseline ? t_mpi.median / t.median : 0);
+        samples[{op, c.name}].push_back({static_cast<double>(bytes), t.median});
+        line += fmt::format(" {:>7.3f}", busbw(t));
+        best = std::max(best, busbw(t));
       }
-      std::fflush(stdout);
+      if (rank == 0 && !opt.json) {
+        line += fmt::format(" | {:>8.2f}x {:>8.0f}%", has_baseline ? best / busbw(t_mpi) : 0.0,
+                            100 * best / copy_gbs);
+        fmt::print("{}\n", line);
+        std::fflush(stdout);
+      }
     }
   }
+
+  // The cost model t = alpha + beta * bytes per backend and op (least squares on relative
+  // error, so the small sizes set alpha and the large ones beta).
+  if (rank == 0 && !opt.json)
+    fmt::print(
+        "\nalpha-beta fit, t = alpha + beta * bytes (relative least squares over the sizes "
+        "above):\n{:<15} {:<6} {:>10} {:>12} {:>10}\n",
+        "op", "impl", "alpha us", "beta ns/B", "1/beta GB/s");
+  for (const auto &[key, points] : samples) {
+    AlphaBeta fit = fit_alpha_beta(points);
+    emit({{"bench", "comm_fit"},
+          {"op", key.first},
+          {"impl", key.second == "ompi" ? "mpi" : "zerort"},
+          {"backend", key.second},
+          {"np", n},
+          {"dtype", opt.dtype},
+          {"alpha_us", fit.alpha * 1e6},
+          {"beta_ns_per_byte", fit.beta * 1e9},
+          {"bandwidth_gbs", fit.beta > 0 ? 1e-9 / fit.beta : 0}});
+    if (rank == 0 && !opt.json)
+      fmt::print("{:<15} {:<6} {:>10.1f} {:>12.4f} {:>10.2f}\n", key.first, key.second,
+                 fit.alpha * 1e6, fit.beta * 1e9, fit.beta > 0 ? 1e-9 / fit.beta : 0.0);
+  }
+
   if (json_out != nullptr) std::fclose(json_out);
+  for (Column &c : columns)
+    zrt_comm_destroy(c.comm);
   zrt_finalize(ctx);
   return 0;
 }
@@ -194,7 +282,8 @@ int run_comm(const CommOptions &opt) {
 
 void add_comm_bench(CLI::App &app) {
   auto opt = std::make_shared<CommOptions>();
-  CLI::App *sub = app.add_subcommand("comm", "collective bus bandwidth: zerort next to MPI's own");
+  CLI::App *sub = app.add_subcommand(
+      "comm", "collective bus bandwidth per backend, next to MPI's own and to memcpy");
   sub->add_flag("--json", opt->json, "one JSON object per line instead of the table");
   sub->add_option("--json-file", opt->json_file, "also write the JSON lines to this file");
   sub->add_option("--min-bytes", opt->min_bytes, "smallest buffer (e.g. 1K)")
@@ -203,6 +292,10 @@ void add_comm_bench(CLI::App &app) {
       ->capture_default_str();
   sub->add_option("--factor", opt->factor, "size step")->capture_default_str();
   sub->add_option("--ops", opt->ops, "reduce_scatter, all_gather, all_reduce")->delimiter(',');
+  sub->add_option("--backends", opt->backends,
+                  "zerort backends, one column each (mpi, shm, ucx, hier, nccl)")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_option("--dtype", opt->dtype, "fp32, fp64, bf16, fp16")
       ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}))
       ->capture_default_str();

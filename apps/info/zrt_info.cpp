@@ -72,9 +72,32 @@ void print_table(const std::vector<json> &ranks) {
              r0["mpi"]["initialized_by_zerort"].get<bool>() ? " (initialized by zerort)" : "",
              r0["size"].get<int>(), t0["node_count"].get<int>(),
              t0["nodes_faked"].get<bool>() ? " (faked by ranks_per_node)" : "");
-  fmt::print("communication backends: {}; world uses {}\n\n",
-             fmt::join(r0["comm"]["backends"].get<std::vector<std::string>>(), ", "),
-             r0["comm"]["world_backend"].get<std::string>());
+  const json &c = r0["comm"];
+  const json &choice = c["world"]["backend"];
+  fmt::print("communication backends in this build: {}\n",
+             fmt::join(c["backends"].get<std::vector<std::string>>(), ", "));
+  std::string host = choice["host"].get<std::string>();
+  if (choice["host_small"] != choice["host"])
+    host += fmt::format(" ({} below {} bytes)", choice["host_small"].get<std::string>(),
+                        choice["small_bytes"].get<size_t>());
+  fmt::print("  world communicator, comm.backend={}: host memory -> {} [{}]; device memory -> {}\n",
+             choice["requested"].get<std::string>(), host, choice["why"].get<std::string>(),
+             choice["device"].is_null()
+                 ? fmt::format("none ({})", choice.value("device_missing", std::string()))
+                 : choice["device"].get<std::string>());
+  for (auto it = choice["created"].begin(); it != choice["created"].end(); ++it)
+    if (!it->empty()) fmt::print("  {}: {}\n", it.key(), it->dump());
+  std::string thread = "none";
+  if (!c["thread"].is_null())
+    thread = fmt::format("{} mode, {}", c["thread"]["mode"].get<std::string>(),
+                         c["thread"]["binding"].get<std::string>());
+  else if (c.contains("thread_missing"))
+    thread = fmt::format("none ({})", c["thread_missing"].get<std::string>());
+  double timeout = c["timeout"].get<double>();
+  fmt::print("  watchdog: {}; progress thread: {}\n\n",
+             timeout > 0 ? fmt::format("collectives fail after {:g} s", timeout)
+                         : std::string("off (comm.timeout=0)"),
+             thread);
 
   // One line per node.
   int last_node = -1;

@@ -1,13 +1,14 @@
 #include "comm/mpi/mpi_backend.hpp"
 
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <vector>
 
-#include "comm/communicator.hpp"
 #include "comm/dtype.hpp"
 #include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
+#include "comm/start_order.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -35,10 +36,12 @@ class MpiOp final : public BackendOp {
   std::function<void()> finish;     // post-processing once the data has arrived
 
   ~MpiOp() override {
-    // A failed or abandoned operation: MPI forbids freeing an active collective request,
-    // so wait for it rather than leak it into a later MPI_Finalize.
-    if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    // A failed operation: MPI forbids freeing an active collective request, so wait for
+    // it rather than leak it into a later MPI_Finalize. An abandoned one may never
+    // complete (a rank did not arrive): it is leaked, the lesser harm.
+    if (request != MPI_REQUEST_NULL && !abandoned_) MPI_Wait(&request, MPI_STATUS_IGNORE);
   }
+  void abandon() override { abandoned_ = true; }
 
   bool step() override {
     int done = 0;
@@ -47,28 +50,30 @@ class MpiOp final : public BackendOp {
     if (finish) finish();
     return true;
   }
-};
 
-// Second phases of multi-phase operations. MPI requires every rank to start collectives on
-// a communicator in the same order, but a first phase may finish earlier on one rank than
-// on another: second phases therefore go to their own communicator and start strictly in
-// the order of their tickets, which are handed out in the (agreed) start order.
-struct PhaseTwo {
-  MPI_Comm comm = MPI_COMM_NULL;
-  uint64_t issued = 0;  // tickets handed out
-  uint64_t next = 0;    // the ticket allowed to start its second phase
+ private:
+  bool abandoned_ = false;
 };
 
 // Deterministic reduce-scatter and all-reduce: an all-to-all brings every rank's
 // contribution to this rank's shard, which is summed in rank order (ordered_sum); the
-// all-reduce then all-gathers the shards. The all-to-all moves (n-1)/n of the buffer, as a
-// ring reduce-scatter does.
+// all-reduce then all-gathers the shards. Twice the traffic of a reduce-scatter for the
+// all-reduce's first half is not needed: the all-to-all moves (n-1)/n of the buffer, as a
+// ring reduce-scatter does. The all-reduce's all-gather starts when the all-to-all has
+// completed, which happens in a different order on different ranks: it runs on its own
+// communicator and waits for its turn (StartOrder) so those starts keep sequence order.
 class OrderedReduceOp final : public BackendOp {
  public:
-  OrderedReduceOp(const CollArgs &a, MPI_Comm comm, PhaseTwo &two, int n, int rank,
-                  MPI_Datatype type)
-      : args_(a), comm_(comm), two_(two), n_(n), type_(type), esize_(dtype_size(a.dtype)) {
-    if (a.kind == CollKind::AllReduce) ticket_ = two_.issued++;
+  OrderedReduceOp(const CollArgs &a, MPI_Comm comm, MPI_Comm gather_comm, StartOrder &order, int n,
+                  int rank, MPI_Datatype type)
+      : args_(a),
+        comm_(comm),
+        gather_comm_(gather_comm),
+        order_(order),
+        n_(n),
+        type_(type),
+        esize_(dtype_size(a.dtype)) {
+    if (a.kind == CollKind::AllReduce) ticket_ = order_.take();
     own_ = shard_range(a.count, n, rank);
     counts_.resize(static_cast<size_t>(n));
     displs_.resize(static_cast<size_t>(n));
@@ -90,40 +95,44 @@ class OrderedReduceOp final : public BackendOp {
   }
 
   ~OrderedReduceOp() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ != MPI_REQUEST_NULL && !abandoned_) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (args_.kind == CollKind::AllReduce && !gathering_) order_.skip(ticket_);
   }
+  void abandon() override { abandoned_ = true; }
 
   bool step() override {
-    int done = 0;
-    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (!done) return false;
-    if (gathering_) return true;
-    if (args_.kind == CollKind::ReduceScatter) {
-      ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op, args_.recv);
-      return true;
-    }
-    // All-reduce: sum this rank's shard into the first chunk, then, in ticket order, gather
-    // every shard.
     if (!summed_) {
+      int done = 0;
+      check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) return false;
+      summed_ = true;
+      if (args_.kind == CollKind::ReduceScatter) {
+        ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op,
+                    args_.recv);
+        return true;
+      }
+      // All-reduce: sum this rank's shard into the first chunk, then gather every shard.
       ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op,
                   chunks_.data());
-      summed_ = true;
     }
-    if (two_.next != ticket_) return false;
-    check_mpi(MPI_Iallgatherv(chunks_.data(), static_cast<int>(own_.length), type_, args_.recv,
-                              counts_.data(), displs_.data(), type_, two_.comm, &request_),
-              "MPI_Iallgatherv");
-    ++two_.next;
-    gathering_ = true;
-    return false;
+    if (!gathering_) {
+      if (!order_.is_turn(ticket_)) return false;
+      gathering_ = true;
+      order_.started();
+      check_mpi(MPI_Iallgatherv(chunks_.data(), static_cast<int>(own_.length), type_, args_.recv,
+                                counts_.data(), displs_.data(), type_, gather_comm_, &request_),
+                "MPI_Iallgatherv");
+    }
+    int done = 0;
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
   }
 
  private:
   CollArgs args_;
-  MPI_Comm comm_;
-  PhaseTwo &two_;
+  MPI_Comm comm_, gather_comm_;
+  StartOrder &order_;
   uint64_t ticket_ = 0;
-  bool summed_ = false;
   int n_;
   MPI_Datatype type_;
   size_t esize_;
@@ -131,30 +140,49 @@ class OrderedReduceOp final : public BackendOp {
   std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
   std::vector<char> chunks_;
   MPI_Request request_ = MPI_REQUEST_NULL;
-  bool gathering_ = false;
+  bool summed_ = false, gathering_ = false, abandoned_ = false;
 };
 
 class MpiBackend final : public Backend {
  public:
-  explicit MpiBackend(Communicator &comm) : comm_(comm) {
-    check_mpi(MPI_Comm_dup(comm.mpi_comm(), &phase_two_.comm), "MPI_Comm_dup");
-    check_mpi(MPI_Op_create(&sum_bf16, 1, &sum_bf16_), "MPI_Op_create(bf16 sum)");
-    check_mpi(MPI_Op_create(&sum_fp16, 1, &sum_fp16_), "MPI_Op_create(fp16 sum)");
+  explicit MpiBackend(const BackendGroup &group) : group_(group) {
+    check_mpi(MPI_Comm_dup(group.comm, &gather_comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(gather_comm_, MPI_ERRORS_RETURN);
+    if (int rc = MPI_Op_create(&sum_bf16, 1, &sum_bf16_); rc != MPI_SUCCESS) {
+      MPI_Comm_free(&gather_comm_);
+      check_mpi(rc, "MPI_Op_create(bf16 sum)");
+    }
+    if (int rc = MPI_Op_create(&sum_fp16, 1, &sum_fp16_); rc != MPI_SUCCESS) {
+      MPI_Op_free(&sum_bf16_);
+      MPI_Comm_free(&gather_comm_);
+      check_mpi(rc, "MPI_Op_create(fp16 sum)");
+    }
   }
   ~MpiBackend() override {
-    if (sum_bf16_ != MPI_OP_NULL) MPI_Op_free(&sum_bf16_);
-    if (sum_fp16_ != MPI_OP_NULL) MPI_Op_free(&sum_fp16_);
-    MPI_Comm_free(&phase_two_.comm);
+    if (abandoned_) return;  // MPI may still run its operations: MPI_Finalize frees them
+    MPI_Op_free(&sum_bf16_);
+    MPI_Op_free(&sum_fp16_);
+    MPI_Comm_free(&gather_comm_);
   }
+  void abandoned() override { abandoned_ = true; }
 
   const char *name() const override { return "mpi"; }
 
+  void check(const CollArgs &a) const override {
+    const size_t n = static_cast<size_t>(group_.size);
+    const bool whole = a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast;
+    if (a.count > static_cast<size_t>(INT_MAX) * (whole ? 1 : n))
+      fail(ZRT_ERR_NOT_SUPPORTED, "count {} exceeds {}, the limit of backend mpi (int counts)",
+           a.count, whole ? "INT_MAX" : "INT_MAX x ranks");
+  }
+
   std::unique_ptr<BackendOp> start(const CollArgs &a) override {
-    MPI_Comm comm = comm_.mpi_comm();
-    const int n = comm_.size(), rank = comm_.rank();
-    if (comm_.deterministic() &&
+    MPI_Comm comm = group_.comm;
+    const int n = group_.size, rank = group_.rank;
+    if (group_.deterministic &&
         (a.kind == CollKind::ReduceScatter || a.kind == CollKind::AllReduce))
-      return std::make_unique<OrderedReduceOp>(a, comm, phase_two_, n, rank, mpi_type(a.dtype));
+      return std::make_unique<OrderedReduceOp>(a, comm, gather_comm_, order_, n, rank,
+                                               mpi_type(a.dtype));
     auto op = std::make_unique<MpiOp>();
     const size_t esize = dtype_size(a.dtype);
     MPI_Datatype type = mpi_type(a.dtype);
@@ -243,16 +271,18 @@ class MpiBackend final : public Backend {
     return MPI_SUM;
   }
 
-  Communicator &comm_;
-  PhaseTwo phase_two_;
+  BackendGroup group_;
+  MPI_Comm gather_comm_ = MPI_COMM_NULL;  // the deterministic all-reduce's second phase
+  StartOrder order_;
+  bool abandoned_ = false;
   MPI_Op sum_bf16_ = MPI_OP_NULL;
   MPI_Op sum_fp16_ = MPI_OP_NULL;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(Communicator &comm) {
-  return std::make_unique<MpiBackend>(comm);
+std::unique_ptr<Backend> make_mpi_backend(const BackendGroup &group) {
+  return std::make_unique<MpiBackend>(group);
 }
 
 }  // namespace zrt

@@ -10,6 +10,6 @@
 
 namespace zrt {
 
-std::unique_ptr<Backend> make_mpi_backend(Communicator &comm);
+std::unique_ptr<Backend> make_mpi_backend(const BackendGroup &group);
 
 }  // namespace zrt

@@ -1,4 +1,5 @@
 // Context queries, placement, several contexts at once, and faked nodes.
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "mpi_fixture.hpp"
@@ -40,7 +41,20 @@ TEST(Context, DescribeIsJsonWithTopologyConfigAndBackends) {
   nlohmann::json j = nlohmann::json::parse(s);
   EXPECT_EQ(j["rank"], test::rank());
   EXPECT_GT(j["topology"]["cores"].get<int>(), 0);
-  EXPECT_EQ(j["comm"]["world_backend"], "mpi");
+  // The registry's rule for host memory: shm on one node, hier across nodes of several
+  // ranks, else ucx (or mpi when ucx cannot start); a backend named in the environment
+  // serves everything.
+  const auto &t = j["topology"];
+  int local = t["local_size"].get<int>(), smallest = local, largest = local;
+  MPI_Allreduce(&local, &smallest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&local, &largest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  std::string want = t["node_count"] == 1                  ? "shm"
+                     : smallest == largest && smallest > 1 ? "hier"
+                                                           : "ucx";
+  if (const char *env = std::getenv("ZRT_COMM_BACKEND");
+      env != nullptr && std::string(env) != "auto")
+    want = env;
+  EXPECT_EQ(j["comm"]["world_backend"], want) << j["comm"].dump();
   EXPECT_TRUE(j["config"].contains("log_level"));
   EXPECT_FALSE(j["mpi"]["initialized_by_zerort"].get<bool>());
 }

@@ -27,6 +27,21 @@
  * all-gather of the same data. Without it, backends add in whatever order is fastest
  * (and bf16/fp16 round after each addition).
  *
+ * ## Backends
+ * The registry picks a backend per collective, the same on every rank: nccl for CUDA
+ * device memory, shm for host memory on one node, hier (shm inside nodes, then ucx or mpi
+ * between them) across nodes, mpi for small buffers across nodes. comm.backend
+ * (ZRT_COMM_BACKEND) or zrt_comm_params_t names one instead; a buffer it cannot serve is
+ * an error (ZRT_ERR_NOT_SUPPORTED) that names both. zrt_comm_backend() reports the choice
+ * for large host buffers.
+ *
+ * ## Watchdog
+ * With a timeout (comm.timeout, ZRT_COMM_TIMEOUT, or the params' timeout), a collective
+ * that has not completed that many seconds after it was posted fails with
+ * ZRT_ERR_TIMEOUT on every rank, with a message naming the operation, its sequence number,
+ * its size and the ranks that did not arrive. The communicator is then unusable: every
+ * later post on it fails the same way; destroy it.
+ *
  * ## Argument checks
  * With the configuration key comm.check_args (ZRT_COMM_CHECK_ARGS, on by default) every
  * collective first agrees on its kind, count, dtype, op and root across the ranks, so a
@@ -46,15 +61,21 @@ ZRT_BEGIN_DECLS
 /** @brief Which fields of zrt_comm_params_t the caller set. */
 enum zrt_comm_params_field {
   ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0,
-  ZRT_COMM_PARAM_FIELD_DETERMINISTIC = 1u << 1
+  ZRT_COMM_PARAM_FIELD_DETERMINISTIC = 1u << 1,
+  ZRT_COMM_PARAM_FIELD_TIMEOUT = 1u << 2
 };
 
 /** @brief Parameters of zrt_comm_create. */
 typedef struct zrt_comm_params {
   uint64_t field_mask;
-  const char *backend; /**< "auto" (default: the registry chooses) or a backend name */
+  const char *backend; /**< "auto" (default: the registry chooses per collective) or one
+                            of "mpi", "shm", "ucx", "hier", "nccl" (as built); default: the
+                            comm.backend configuration key */
   int deterministic;   /**< 1: reductions sum in rank order (see "Deterministic mode");
                             default: the comm.deterministic configuration key (off) */
+  double timeout;      /**< seconds a collective may take before the watchdog fails it on
+                            every rank (see "Watchdog"); 0: no watchdog; default: the
+                            comm.timeout configuration key */
 } zrt_comm_params_t;
 
 /**

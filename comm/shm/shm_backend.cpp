@@ -1,0 +1,329 @@
+#include "comm/shm/shm_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/dtype.hpp"
+#include "comm/group_nodes.hpp"
+#include "comm/ordered_sum.hpp"
+#include "comm/partition.hpp"
+#include "runtime/context.hpp"
+#include "runtime/error.hpp"
+#include "runtime/mpi_error.hpp"
+
+namespace zrt {
+
+namespace {
+
+// Calls fn(lo, hi, piece) for the part [lo, hi) of every piece that overlaps [begin, end),
+// and gap(lo, hi) for the parts of [begin, end) no piece covers.
+template <class Fn, class Gap>
+void for_pieces(const ShmPieces &pieces, size_t begin, size_t end, Fn fn, Gap gap) {
+  auto it = std::upper_bound(pieces.begin(), pieces.end(), begin,
+                             [](size_t x, const ShmPiece &p) { return x < p.stream; });
+  if (it != pieces.begin()) --it;
+  size_t at = begin;
+  for (; it != pieces.end() && it->stream < end; ++it) {
+    const size_t lo = std::max(it->stream, begin), hi = std::min(it->stream + it->length, end);
+    if (lo >= hi) continue;
+    if (lo > at) gap(at, lo);
+    fn(lo, hi, *it);
+    at = hi;
+  }
+  if (at < end) gap(at, end);
+}
+
+// One phase of a shm operation: a number of steps, each produced then consumed.
+class Phase {
+ public:
+  virtual ~Phase() = default;
+  virtual uint64_t steps() const = 0;
+  virtual void produce(uint64_t j, uint64_t s) = 0;
+  virtual void consume(uint64_t j, uint64_t s) = 0;
+  bool after_previous = false;  // produce only once the previous phase is consumed
+};
+
+class ReduceScatterPhase final : public Phase {
+ public:
+  ReduceScatterPhase(ShmChannel *ch, int rank, int n, ShmReduceScatterPlan plan)
+      : ch_(ch), me_(rank), n_(n), plan_(std::move(plan)), esize_(dtype_size(plan_.dtype)) {
+    // Each step carries one part per other rank; parts start on cache lines.
+    part_bytes_ = ch_ != nullptr ? ch_->slot_bytes() / static_cast<size_t>(n_ - 1) / 64 * 64 : 0;
+    per_step_ = ch_ != nullptr ? part_bytes_ / esize_ : std::max<size_t>(plan_.stream_length, 1);
+    steps_ = (plan_.stream_length + per_step_ - 1) / per_step_;
+    sources_.resize(static_cast<size_t>(n_));
+  }
+
+  uint64_t steps() const override { return steps_; }
+
+  void produce(uint64_t j, uint64_t s) override {
+    if (ch_ == nullptr) return;
+    const size_t begin = j * per_step_, end = std::min(begin + per_step_, plan_.stream_length);
+    char *slot = ch_->slot(me_, s);
+    const char *send = static_cast<const char *>(plan_.send);
+    for (int d = 0; d < n_; ++d) {
+      if (d == me_) continue;
+      char *part = slot + static_cast<size_t>(d < me_ ? d : d - 1) * part_bytes_;
+      for_pieces(
+          plan_.pieces[static_cast<size_t>(d)], begin, end,
+          [&](size_t lo, size_t hi, const ShmPiece &p) {
+            std::memcpy(part + (lo - begin) * esize_, send + (p.buffer + lo - p.stream) * esize_,
+                        (hi - lo) * esize_);
+          },
+          [](size_t, size_t) {});
+    }
+  }
+
+  void consume(uint64_t j, uint64_t s) override {
+    const size_t begin = j * per_step_, end = std::min(begin + per_step_, plan_.stream_length);
+    const char *send = static_cast<const char *>(plan_.send);
+    char *out = static_cast<char *>(plan_.out);
+    for_pieces(
+        plan_.pieces[static_cast<size_t>(me_)], begin, end,
+        [&](size_t lo, size_t hi, const ShmPiece &p) {
+          for (int r = 0; r < n_; ++r) {
+            sources_[static_cast<size_t>(r)] =
+                r == me_
+                    ? send + (p.buffer + lo - p.stream) * esize_
+                    : ch_->slot(r, s) + static_cast<size_t>(me_ < r ? me_ : me_ - 1) * part_bytes_ +
+                          (lo - begin) * esize_;
+          }
+          ordered_sum_sources(sources_.data(), n_, hi - lo, plan_.dtype, plan_.op,
+                              out + lo * esize_);
+        },
+        [&](size_t lo, size_t hi) {
+          if (plan_.zero_gaps) std::memset(out + lo * esize_, 0, (hi - lo) * esize_);
+        });
+  }
+
+ private:
+  ShmChannel *ch_;
+  int me_, n_;
+  ShmReduceScatterPlan plan_;
+  size_t esize_, part_bytes_ = 0, per_step_ = 1;
+  uint64_t steps_ = 0;
+  std::vector<const void *> sources_;
+};
+
+class AllGatherPhase final : public Phase {
+ public:
+  AllGatherPhase(ShmChannel *ch, int rank, int n, ShmAllGatherPlan plan)
+      : ch_(ch), me_(rank), n_(n), plan_(std::move(plan)), esize_(dtype_size(plan_.dtype)) {
+    per_step_ =
+        ch_ != nullptr ? ch_->slot_bytes() / esize_ : std::max<size_t>(plan_.stream_length, 1);
+    steps_ = (plan_.stream_length + per_step_ - 1) / per_step_;
+  }
+
+  uint64_t steps() const override { return steps_; }
+
+  void produce(uint64_t j, uint64_t s) override {
+    const size_t begin = j * per_step_, end = std::min(begin + per_step_, plan_.stream_length);
+    const char *src = static_cast<const char *>(plan_.src);
+    char *recv = static_cast<char *>(plan_.recv);
+    char *slot = ch_ != nullptr ? ch_->slot(me_, s) : nullptr;
+    for_pieces(
+        plan_.pieces[static_cast<size_t>(me_)], begin, end,
+        [&](size_t lo, size_t hi, const ShmPiece &p) {
+          const size_t bytes = (hi - lo) * esize_;
+          if (slot != nullptr) std::memcpy(slot + (lo - begin) * esize_, src + lo * esize_, bytes);
+          // From the slot, which the line above just brought into this core's cache.
+          if (plan_.copy_own)
+            std::memcpy(recv + (p.buffer + lo - p.stream) * esize_,
+                        slot != nullptr ? slot + (lo - begin) * esize_ : src + lo * esize_, bytes);
+        },
+        [](size_t, size_t) {});
+  }
+
+  void consume(uint64_t j, uint64_t s) override {
+    if (ch_ == nullptr) return;
+    const size_t begin = j * per_step_, end = std::min(begin + per_step_, plan_.stream_length);
+    char *recv = static_cast<char *>(plan_.recv);
+    for (int r = 0; r < n_; ++r) {
+      if (r == me_) continue;
+      const char *slot = ch_->slot(r, s);
+      for_pieces(
+          plan_.pieces[static_cast<size_t>(r)], begin, end,
+          [&](size_t lo, size_t hi, const ShmPiece &p) {
+            std::memcpy(recv + (p.buffer + lo - p.stream) * esize_, slot + (lo - begin) * esize_,
+                        (hi - lo) * esize_);
+          },
+          [](size_t, size_t) {});
+    }
+  }
+
+ private:
+  ShmChannel *ch_;
+  int me_, n_;
+  ShmAllGatherPlan plan_;
+  size_t esize_, per_step_ = 1;
+  uint64_t steps_ = 0;
+};
+
+// Runs its phases' steps through the channel: produce whenever a slot is free, consume
+// whenever every peer has produced, never wait.
+class ShmOp final : public BackendOp {
+ public:
+  ShmOp(ShmChannel *ch, std::vector<std::unique_ptr<Phase>> phases)
+      : ch_(ch), phases_(std::move(phases)) {
+    for (const auto &p : phases_) {
+      begin_.push_back(total_);
+      total_ += p->steps();
+    }
+    base_ = ch_ != nullptr ? ch_->reserve(total_) : 0;
+  }
+
+  bool step() override {
+    for (;;) {
+      bool moved = false;
+      if (produced_ < total_ && (ch_ == nullptr || ch_->can_produce(base_ + produced_))) {
+        size_t i = phase_of(produced_);
+        if (!phases_[i]->after_previous || consumed_ >= begin_[i]) {
+          phases_[i]->produce(produced_ - begin_[i], base_ + produced_);
+          if (ch_ != nullptr) ch_->produced(base_ + produced_);
+          ++produced_;
+          moved = true;
+        }
+      }
+      if (consumed_ < produced_ && (ch_ == nullptr || ch_->can_consume(base_ + consumed_))) {
+        size_t i = phase_of(consumed_);
+        phases_[i]->consume(consumed_ - begin_[i], base_ + consumed_);
+        if (ch_ != nullptr) ch_->consumed(base_ + consumed_);
+        ++consumed_;
+        moved = true;
+      }
+      if (!moved) break;
+    }
+    return consumed_ == total_;
+  }
+
+ private:
+  size_t phase_of(uint64_t step) const {
+    size_t i = 0;
+    while (i + 1 < begin_.size() && step >= begin_[i + 1])
+      ++i;
+    return i;
+  }
+
+  ShmChannel *ch_;
+  std::vector<std::unique_ptr<Phase>> phases_;
+  std::vector<uint64_t> begin_;
+  uint64_t total_ = 0, base_ = 0, produced_ = 0, consumed_ = 0;
+};
+
+// The standard layout of zerort/comm.h: rank r's shard, its valid part only.
+std::vector<ShmPieces> shard_pieces(size_t count, int n) {
+  std::vector<ShmPieces> pieces(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    Shard s = shard_range(count, n, r);
+    if (s.length > 0) pieces[static_cast<size_t>(r)].push_back({0, s.offset, s.length});
+  }
+  return pieces;
+}
+
+}  // namespace
+
+ShmBackend::ShmBackend(const BackendGroup &group) : group_(group) {
+  GroupNodes nodes = group_nodes(*group.context, group.comm);
+  if (nodes.nodes > 1)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "backend shm serves the ranks of one node; this communicator spans {} nodes{} (use "
+         "hier or auto)",
+         nodes.nodes, nodes.faked ? " (faked by ranks_per_node)" : "");
+  if (!nodes.shared_memory)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "backend shm serves ranks that share memory; MPI_COMM_TYPE_SHARED splits this "
+         "communicator");
+  if (group.size == 1) return;
+  // Rank 0's settings, so that every rank cuts the same steps.
+  int64_t settings[2] = {group.context->config().get_int("comm.shm.slot_bytes"),
+                         group.context->config().get_int("comm.shm.slots")};
+  check_mpi(MPI_Bcast(settings, 2, MPI_INT64_T, 0, group.comm), "MPI_Bcast(shm settings)");
+  // A reduce-scatter step gives each other rank a part of at least a cache line.
+  size_t slot = std::max<size_t>(static_cast<size_t>(settings[0]),
+                                 static_cast<size_t>(64 * 16) * static_cast<size_t>(group.size));
+  channel_ = std::make_unique<ShmChannel>(group.comm, slot, static_cast<int>(settings[1]));
+}
+
+std::unique_ptr<BackendOp> ShmBackend::start_plans(std::optional<ShmReduceScatterPlan> rs,
+                                                   std::optional<ShmAllGatherPlan> ag) {
+  std::vector<std::unique_ptr<Phase>> phases;
+  if (rs)
+    phases.push_back(
+        std::make_unique<ReduceScatterPhase>(channel_.get(), rank(), size(), std::move(*rs)));
+  if (ag) {
+    phases.push_back(
+        std::make_unique<AllGatherPhase>(channel_.get(), rank(), size(), std::move(*ag)));
+    phases.back()->after_previous = rs.has_value();
+  }
+  return std::make_unique<ShmOp>(channel_.get(), std::move(phases));
+}
+
+std::unique_ptr<BackendOp> ShmBackend::start(const CollArgs &a) {
+  const int n = size(), me = rank();
+  const size_t esize = dtype_size(a.dtype);
+  const Shard own = shard_range(a.count, n, me);
+  std::optional<ShmReduceScatterPlan> rs;
+  std::optional<ShmAllGatherPlan> ag;
+  auto reduce_into = [&](void *out, bool zero_gaps) {
+    ShmReduceScatterPlan p;
+    p.send = a.send;
+    p.out = out;
+    p.stream_length = own.shard;
+    p.pieces = shard_pieces(a.count, n);
+    p.zero_gaps = zero_gaps;
+    p.dtype = a.dtype;
+    p.op = a.op;
+    // Every rank cuts the same steps: the stream is the padded shard, equal everywhere.
+    return p;
+  };
+  auto gather_from = [&](const void *src, void *recv) {
+    ShmAllGatherPlan p;
+    p.src = src;
+    p.recv = recv;
+    p.stream_length = own.shard;
+    p.pieces = shard_pieces(a.count, n);
+    p.copy_own = src != static_cast<const char *>(recv) + own.offset * esize;
+    p.dtype = a.dtype;
+    return p;
+  };
+  switch (a.kind) {
+    case CollKind::ReduceScatter:
+      rs = reduce_into(a.recv, true);
+      break;
+    case CollKind::AllGather:
+      ag = gather_from(a.send, a.recv);
+      break;
+    case CollKind::AllReduce: {
+      // The reduced shard lands in its place in recv (no padding written: recv holds count
+      // elements), and the all-gather then runs in place.
+      char *own_place = static_cast<char *>(a.recv) + std::min(own.offset, a.count) * esize;
+      rs = reduce_into(own_place, false);
+      ag = gather_from(own_place, a.recv);
+      break;
+    }
+    case CollKind::Broadcast: {
+      ShmAllGatherPlan p;
+      p.src = a.recv;
+      p.recv = a.recv;
+      p.stream_length = a.count;
+      p.pieces.resize(static_cast<size_t>(n));
+      if (a.count > 0) p.pieces[static_cast<size_t>(a.root)].push_back({0, 0, a.count});
+      p.copy_own = false;
+      p.dtype = a.dtype;
+      ag = std::move(p);
+      break;
+    }
+  }
+  return start_plans(std::move(rs), std::move(ag));
+}
+
+void ShmBackend::describe(nlohmann::json &out) const {
+  out["ranks"] = size();
+  if (channel_) {
+    out["slot_bytes"] = channel_->slot_bytes();
+    out["slots"] = channel_->depth();
+  }
+  out["kernels"] = ordered_sum_isa();
+}
+
+}  // namespace zrt

@@ -1,0 +1,85 @@
+// The shm backend: collectives among the ranks of one node through shared memory
+// (ShmChannel), by direct vectorized loads and stores, pipelined in slot-sized steps.
+//
+// reduce-scatter: in each step every rank copies, for every other rank, the next piece of
+//   that rank's shard into its slot; each rank then sums its own piece from all slots and
+//   its own buffer in rank order (ordered_sum: fp32 accumulation, one rounding), so the
+//   result is the deterministic one whether or not deterministic mode was asked for.
+// all-gather: every rank copies the next piece of its shard into its slot (and into its
+//   own place in the output); the others copy it out.
+// all-reduce: the reduce-scatter into the output, then the all-gather in place.
+// broadcast: the root's all-gather of the whole buffer.
+//
+// The data layout of both phases is a list of pieces, so the hierarchical backend can run
+// them on a node's share of a larger communicator's buffers without copying them first.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "comm/backend.hpp"
+#include "comm/shm/shm_channel.hpp"
+
+namespace zrt {
+
+// Elements [stream, stream + length) of a rank's stream are buffer elements [buffer,
+// buffer + length).
+struct ShmPiece {
+  size_t stream = 0;
+  size_t buffer = 0;
+  size_t length = 0;
+};
+using ShmPieces = std::vector<ShmPiece>;  // sorted by stream, disjoint
+
+// Rank d receives in out[x] the rank-order reduction of send[pieces[d](x)] over all ranks,
+// for x < stream_length. Elements of its stream outside every piece are set to zero when
+// zero_gaps (the padding of a shard), else left alone.
+struct ShmReduceScatterPlan {
+  const void *send = nullptr;
+  void *out = nullptr;
+  size_t stream_length = 0;
+  std::vector<ShmPieces> pieces;  // per destination rank
+  bool zero_gaps = true;
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;
+  zrt_op_t op = ZRT_OP_SUM;
+};
+
+// Rank s's stream src[0, stream_length) lands in recv[pieces[s](x)] on every rank (on s
+// itself only when copy_own).
+struct ShmAllGatherPlan {
+  const void *src = nullptr;
+  void *recv = nullptr;
+  size_t stream_length = 0;
+  std::vector<ShmPieces> pieces;  // per source rank
+  bool copy_own = true;
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;
+};
+
+class ShmBackend final : public Backend {
+ public:
+  // Collective over group.comm. Throws Error(ZRT_ERR_NOT_SUPPORTED) on every rank when
+  // the ranks are not all on one node (as the context sees nodes, faked ones included).
+  explicit ShmBackend(const BackendGroup &group);
+
+  const char *name() const override { return "shm"; }
+  std::unique_ptr<BackendOp> start(const CollArgs &args) override;
+  void describe(nlohmann::json &out) const override;
+
+  // The building blocks, for the hierarchical backend: one operation running a
+  // reduce-scatter, an all-gather, or both one after the other (the all-gather starts
+  // producing once this rank has finished the reduce-scatter, so it may read that phase's
+  // output). Every rank must start the same plans in the same order; the operation's
+  // steps are reserved now, so it may be stepped later.
+  std::unique_ptr<BackendOp> start_plans(std::optional<ShmReduceScatterPlan> reduce_scatter,
+                                         std::optional<ShmAllGatherPlan> all_gather);
+
+  int rank() const { return group_.rank; }
+  int size() const { return group_.size; }
+
+ private:
+  BackendGroup group_;
+  std::unique_ptr<ShmChannel> channel_;  // none for a single rank
+};
+
+}  // namespace zrt
