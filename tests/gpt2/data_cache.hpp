@@ -1,5 +1,5 @@
 // Where apps/data/prepare left the tokenizer and the corpora (the gpt2_data fixture runs
-// it before the tests that need them and passes the folder in ZRT_GPT2_CACHE).
+// it before the tests that need them and passes the folder in GPT2_DATA_CACHE).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 namespace gpt2::test {
 
 inline std::filesystem::path data_cache() {
-  const char *dir = std::getenv("ZRT_GPT2_CACHE");
+  const char *dir = std::getenv("GPT2_DATA_CACHE");
   return dir ? std::filesystem::path(dir) : std::filesystem::path("apps/data/cache");
 }
 

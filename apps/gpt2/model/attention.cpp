@@ -70,11 +70,15 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
         T sum = 0;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, t + 1),
-            [&](int t2, T &acc) { acc += kmath::exp(a[t2] - maxv); }, sum);
-        team.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_), [&](int t2) {
-          a[t2] = t2 <= t ? kmath::exp(a[t2] - maxv) / sum : T(0);
-        });
+            [&](int t2, T &acc) {
+              const T e = kmath::exp(a[t2] - maxv);
+              a[t2] = e;
+              acc += e;
+            },
+            sum);
+        const T inv = T(1) / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
+                             [&](int t2) { a[t2] = t2 <= t ? a[t2] * inv : T(0); });
       });
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h)

@@ -15,14 +15,20 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
               if (logits(n, v) > m) m = logits(n, v);
             },
             Kokkos::Max<T>(maxv));
+        const T target_logit = logits(n, targets(n));
+        team.team_barrier();  // everyone has read the target's logit before it changes
+        // exp once, in place, summing as it goes; then normalize.
         T sum = 0;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, V),
-            [&](int v, T &s) { s += kmath::exp(logits(n, v) - maxv); }, sum);
-        const T target_logit = logits(n, targets(n));
-        team.team_barrier();  // everyone has read the target's logit before it changes
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V),
-                             [&](int v) { logits(n, v) = kmath::exp(logits(n, v) - maxv) / sum; });
+            [&](int v, T &s) {
+              const T e = kmath::exp(logits(n, v) - maxv);
+              logits(n, v) = e;
+              s += e;
+            },
+            sum);
+        const T inv = T(1) / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
         // log-sum-exp form: exact even where the probability underflows.
         Kokkos::single(Kokkos::PerTeam(team),
                        [&]() { losses(n) = maxv + kmath::log(sum) - target_logit; });

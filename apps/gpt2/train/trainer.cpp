@@ -1,0 +1,284 @@
+#include "trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "data/data_loader.hpp"
+#include "model/activations.hpp"
+#include "model/gpt2_model.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
+#include "train/signals.hpp"
+
+namespace gpt2 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Sums @p values over the ranks, in place.
+void sum_over_ranks(const World &world, std::vector<double> &values) {
+  if (world.size <= 1 || !world.comm) return;
+  zrt_status_t rc = zrt_all_reduce(world.comm, values.data(), values.data(), values.size(),
+                                   ZRT_DTYPE_FP64, ZRT_OP_SUM);
+  if (rc != ZRT_SUCCESS)
+    throw std::runtime_error(fmt::format("all-reduce failed: {}", zrt_last_error_message()));
+}
+
+// One batch's token ids on the host and on the device.
+struct Batch {
+  Batch(int B, int T)
+      : inputs(static_cast<size_t>(B) * T),
+        targets(inputs.size()),
+        d_inputs("inputs", inputs.size()),
+        d_targets("targets", inputs.size()) {}
+  void to_device() {
+    using HostView = Kokkos::View<const int *, Kokkos::HostSpace, Unmanaged>;
+    Kokkos::deep_copy(d_inputs, HostView(inputs.data(), inputs.size()));
+    Kokkos::deep_copy(d_targets, HostView(targets.data(), targets.size()));
+  }
+  std::vector<int> inputs, targets;
+  Kokkos::View<int *, MemSpace> d_inputs, d_targets;
+};
+
+}  // namespace
+
+struct Trainer::Impl {
+  Impl(const TrainOptions &opt, ModelState &state, const World &world)
+      : opt_(opt),
+        state_(state),
+        world_(world),
+        lead_(world.rank == 0 && !opt.quiet),
+        model_(opt.config, state.store()),
+        train_file_(
+            TokenFile::open(opt.data_dir / "train.bin", opt.data_format, opt.config.vocab_size)),
+        train_loader_(train_file_, opt.batch, opt.seq, world.rank, world.size),
+        acts_(opt.config, opt.batch, opt.seq,
+              opt.recompute ? ActivationMode::recompute : ActivationMode::keep),
+        batch_(opt.batch, opt.seq),
+        log_(world.rank == 0 ? opt.json_metrics : "") {
+    if (opt.seq > opt.config.max_seq_len)
+      throw std::invalid_argument(fmt::format("--seq {} exceeds the model's context of {} tokens",
+                                              opt.seq, opt.config.max_seq_len));
+    if (std::filesystem::exists(opt.data_dir / "val.bin")) {
+      val_file_.emplace(
+          TokenFile::open(opt.data_dir / "val.bin", opt.data_format, opt.config.vocab_size));
+      if (static_cast<int64_t>(val_file_->size()) > int64_t{opt.batch} * opt.seq * world.size)
+        val_loader_.emplace(*val_file_, opt.batch, opt.seq, world.rank, world.size);
+    }
+    if (!opt.tokenizer_dir.empty() && std::filesystem::exists(opt.tokenizer_dir / "encoder.json"))
+      tokenizer_.emplace(BpeTokenizer::load_dir(opt.tokenizer_dir));
+    lr_ = opt.lr;
+    lr_.total_steps = opt.steps;
+    lr_.validate();
+  }
+
+  TrainResult run() {
+    model_.init_parameters(opt_.seed);
+    header();
+    install_stop_signals();
+    TrainResult result;
+    const int accum = std::max(1, opt_.optimizer.accumulation_steps);
+    const double tokens_per_step =
+        double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
+    double time_sum = 0;
+    int64_t step = 0;
+    while (step < opt_.steps) {
+      const auto t0 = Clock::now();
+      double loss = 0;
+      for (int k = 0; k < accum; ++k) {
+        train_loader_.next(batch_.inputs, batch_.targets);
+        batch_.to_device();
+        loss +=
+            model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq) / accum;
+        state_.begin_micro_step(k);
+        // The mean over micro-steps: each backward carries 1/accum of the gradient.
+        model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
+                        1.0f / static_cast<float>(accum));
+      }
+      const double lr = lr_.at(step);
+      StepReport report = state_.step(lr);
+      Kokkos::fence();
+      ++step;
+      // One small all-reduce: the mean loss, and whether any rank was asked to stop.
+      std::vector<double> shared = {loss, double(stop_signal())};
+      sum_over_ranks(world_, shared);
+      loss = shared[0] / world_.size;
+      const double dt = seconds_since(t0);
+      if (step > 1 || opt_.steps == 1) time_sum += dt;  // the first step warms caches up
+
+      StepMetrics m;
+      m.step = step;
+      m.loss = loss;
+      m.lr = lr;
+      m.grad_norm = report.grad_norm;
+      m.seconds = dt;
+      m.tokens_per_s = tokens_per_step / dt;
+      m.mem_model_states = state_.memory().total();
+      m.mem_activations = acts_.bytes() + sample_bytes_;
+      m.mem_rss = resident_bytes();
+      m.mem_peak_rss = peak_resident_bytes();
+      log_.step(m);
+      result.losses.push_back(loss);
+      const int64_t timed = step > 1 ? step - 1 : 1;
+      const double eta = time_sum / double(timed) * double(opt_.steps - step);
+      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || step == 1))
+        fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
+                   report.applied ? "" : " | step skipped (non-finite gradient)");
+      std::fflush(stdout);
+
+      if (shared[1] > 0) {
+        // Every rank leaves here together, after the same step.
+        result.stopped = true;
+        result.stop_signal = stop_signal();
+        if (lead_)
+          fmt::print("stopping after step {}: {}\n", step,
+                     stop_signal() == SIGUSR1   ? "SIGUSR1 received"
+                     : stop_signal() == SIGTERM ? "SIGTERM received"
+                                                : "another rank received a stop signal");
+        break;
+      }
+      if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
+        result.evals.push_back(evaluate(step));
+      if (opt_.sample_every > 0 && step % opt_.sample_every == 0 && step < opt_.steps)
+        result.last_sample = generate(step);
+    }
+    result.steps_done = step;
+    if (!result.stopped) {  // when preempted, time is short: save and go
+      result.evals.push_back(evaluate(step));
+      if (opt_.sample_every >= 0) result.last_sample = generate(step);
+    }
+    if (opt_.plot && world_.rank == 0) {
+      try {
+        result.plots = write_plots(
+            opt_.plot_dir, "gpt2",
+            fmt::format("zrt-gpt2 {} on {}", opt_.config.name, opt_.data_dir.filename().string()),
+            log_.steps(), log_.evals());
+        if (lead_)
+          fmt::print("plots: {} and {}\n", result.plots.loss_png.string(),
+                     result.plots.memory_png.string());
+      } catch (const std::exception &e) {
+        fmt::print(stderr, "zrt-gpt2: {}\n", e.what());  // the run itself succeeded
+      }
+    }
+    log_.end({{"steps", step},
+              {"reason", result.stopped ? "signal" : "done"},
+              {"final_loss", result.losses.empty() ? 0.0 : result.losses.back()},
+              {"val_loss", result.evals.empty() ? 0.0 : result.evals.back().val_loss}});
+    return result;
+  }
+
+  void header() {
+    const Gpt2Config &c = opt_.config;
+    nlohmann::json info = {{"model", c.to_json()},
+                           {"data", opt_.data_dir.string()},
+                           {"train_tokens", train_file_.size()},
+                           {"val_tokens", val_file_ ? val_file_->size() : 0},
+                           {"ranks", world_.size},
+                           {"batch", opt_.batch},
+                           {"seq", opt_.seq},
+                           {"accumulation_steps", opt_.optimizer.accumulation_steps},
+                           {"steps", opt_.steps},
+                           {"lr", opt_.lr.max_lr},
+                           {"recompute", opt_.recompute},
+                           {"model_states", state_.describe()}};
+    log_.run(info);
+    if (!lead_) return;
+    fmt::print(
+        "model {}: {} layers, {} heads, {} channels, vocab {}, context {}: {:.2f}M "
+        "parameters\n",
+        c.name, c.num_layers, c.num_heads, c.channels, c.vocab_size, c.max_seq_len,
+        c.num_parameters() / 1e6);
+    fmt::print("data {}: {} train tokens ({}), {} val tokens; {} epoch(s) planned\n",
+               opt_.data_dir.string(), train_file_.size(), token_format_name(train_file_.format()),
+               val_file_ ? val_file_->size() : 0,
+               fmt::format("{:.2f}", double(opt_.steps) * opt_.optimizer.accumulation_steps /
+                                         double(train_loader_.batches_per_epoch())));
+    fmt::print(
+        "batch {} x {} tokens x {} micro-step(s) x {} rank(s) = {} tokens per step; lr "
+        "{:.1e} (warmup {}, cosine to {:.1e}); {}\n",
+        opt_.batch, opt_.seq, opt_.optimizer.accumulation_steps, world_.size,
+        int64_t{opt_.batch} * opt_.seq * opt_.optimizer.accumulation_steps * world_.size,
+        lr_.max_lr, lr_.warmup_steps, lr_.min_lr,
+        opt_.recompute ? "activations recomputed in backward" : "activations kept");
+    fmt::print("model states: {}\n", state_.describe());
+    std::fflush(stdout);
+  }
+
+  EvalMetrics evaluate(int64_t step) {
+    EvalMetrics e{step, std::nan("")};
+    if (!val_loader_) return e;
+    val_loader_->reset();
+    std::vector<double> sum = {0};
+    for (int i = 0; i < opt_.eval_batches; ++i) {
+      val_loader_->next(batch_.inputs, batch_.targets);
+      batch_.to_device();
+      sum[0] += model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq);
+    }
+    sum_over_ranks(world_, sum);
+    e.val_loss = sum[0] / (double(opt_.eval_batches) * world_.size);
+    log_.eval(e);
+    if (lead_) fmt::print("step {}: val loss {:.4f}\n", step, e.val_loss);
+    return e;
+  }
+
+  std::string generate(int64_t step) {
+    if (!sample_acts_) {
+      sample_acts_ =
+          std::make_unique<Activations<float>>(opt_.config, 1, opt_.seq, ActivationMode::inference);
+      sample_bytes_ = sample_acts_->bytes();
+    }
+    // Documents begin with <|endoftext|>, so the model starts a new one.
+    const int start = opt_.config.vocab_size > 50256 ? 50256 : 0;
+    SampleOptions so = opt_.sample;
+    so.seed = opt_.sample.seed + static_cast<uint64_t>(step);
+    std::vector<int> ids = sample(model_, *sample_acts_, {start}, so);
+    std::string text = tokenizer_
+                           ? tokenizer_->decode(ids)
+                           : fmt::format("(token ids; no tokenizer) {}", fmt::join(ids, " "));
+    log_.sample(step, text);
+    if (lead_) fmt::print("step {}: sample ---\n{}\n---\n", step, text);
+    return text;
+  }
+
+  const TrainOptions &opt_;
+  ModelState &state_;
+  const World &world_;
+  const bool lead_;
+  Gpt2Model<float> model_;
+  TokenFile train_file_;
+  DataLoader train_loader_;
+  std::optional<TokenFile> val_file_;
+  std::optional<DataLoader> val_loader_;
+  std::optional<BpeTokenizer> tokenizer_;
+  Activations<float> acts_;
+  std::unique_ptr<Activations<float>> sample_acts_;
+  int64_t sample_bytes_ = 0;
+  Batch batch_;
+  MetricsLog log_;
+  LrSchedule lr_;
+};
+
+Trainer::Trainer(const TrainOptions &options, ModelState &state, const World &world)
+    : impl_(std::make_unique<Impl>(options, state, world)) {}
+
+Trainer::~Trainer() = default;
+
+TrainResult Trainer::run() {
+  return impl_->run();
+}
+
+TrainResult train(const TrainOptions &options, ModelState &state, const World &world) {
+  return Trainer(options, state, world).run();
+}
+
+}  // namespace gpt2
