@@ -3,7 +3,8 @@
 #include "matmul.hpp"
 
 namespace gpt2 {
-namespace {
+// Not an unnamed namespace: CUDA's extended lambdas need functions with external linkage.
+namespace attention_detail {
 
 using Policy2 = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
 
@@ -39,7 +40,9 @@ void to_rows(Mat<T> rows, CVec<T> heads, AttentionShape s) {
       KOKKOS_LAMBDA(int bt, int j) { rows(bt, j) = heads(head_index(s, bt, j)); });
 }
 
-}  // namespace
+}  // namespace attention_detail
+
+using namespace attention_detail;
 
 template <class T>
 void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> qkv,

@@ -9,6 +9,36 @@
 #include "model/parameter_layout.hpp"
 
 namespace gpt2 {
+// Kernels live in free functions of a named namespace: CUDA's extended lambdas may not be
+// defined in private member functions nor with internal linkage.
+namespace local_state_kernels {
+
+double sum_of_squares(Kokkos::View<float *, MemSpace> g) {
+  double s = 0;
+  Kokkos::parallel_reduce(
+      "grad_norm", RangePolicy(0, static_cast<int64_t>(g.extent(0))),
+      KOKKOS_LAMBDA(int64_t i, double &acc) { acc += double(g(i)) * double(g(i)); }, s);
+  return s;
+}
+
+// AdamW (Loshchilov & Hutter) on elements [begin, end): Adam on the (scaled) gradient,
+// then decay applied to the weights directly. c1, c2 are the bias corrections.
+void adamw(Kokkos::View<float *, MemSpace> p, Kokkos::View<float *, MemSpace> g,
+           Kokkos::View<float *, MemSpace> m, Kokkos::View<float *, MemSpace> v, int64_t begin,
+           int64_t end, float lr, float grad_scale, float b1, float b2, float eps, float c1,
+           float c2, float wd) {
+  Kokkos::parallel_for(
+      "adamw", RangePolicy(begin, end), KOKKOS_LAMBDA(int64_t i) {
+        const float grad = g(i) * grad_scale;
+        m(i) = b1 * m(i) + (1 - b1) * grad;
+        v(i) = b2 * v(i) + (1 - b2) * grad * grad;
+        const float mhat = m(i) / c1, vhat = v(i) / c2;
+        p(i) -= lr * (mhat / (kmath::sqrt(vhat) + eps) + wd * p(i));
+      });
+}
+
+}  // namespace local_state_kernels
+
 namespace {
 
 class LocalModelState final : public ModelState {
@@ -70,28 +100,17 @@ class LocalModelState final : public ModelState {
   }
 
  private:
-  // AdamW (Loshchilov & Hutter): Adam on the gradient, decay applied to the weights
-  // directly, only to tensors that decay (matrices and embeddings).
+  // Decay only the tensors that decay (matrices and embeddings).
   void adamw(float lr, float grad_scale) {
-    const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
-    const float eps = static_cast<float>(opt_.eps);
     const float c1 = static_cast<float>(1.0 - std::pow(opt_.beta1, double(t_)));
     const float c2 = static_cast<float>(1.0 - std::pow(opt_.beta2, double(t_)));
-    auto p = store_.values_flat();
-    auto g = store_.grads_flat();
-    auto m = m_, v = v_;
     for (size_t id = 0; id < store_.tensors().size(); ++id) {
       const float wd =
           store_.tensors()[id].weight_decay ? static_cast<float>(opt_.weight_decay) : 0.0f;
-      Kokkos::parallel_for(
-          "adamw", RangePolicy(store_.offset(int(id)), store_.offset(int(id) + 1)),
-          KOKKOS_LAMBDA(int64_t i) {
-            const float grad = g(i) * grad_scale;
-            m(i) = b1 * m(i) + (1 - b1) * grad;
-            v(i) = b2 * v(i) + (1 - b2) * grad * grad;
-            const float mhat = m(i) / c1, vhat = v(i) / c2;
-            p(i) -= lr * (mhat / (kmath::sqrt(vhat) + eps) + wd * p(i));
-          });
+      local_state_kernels::adamw(store_.values_flat(), store_.grads_flat(), m_, v_,
+                                 store_.offset(int(id)), store_.offset(int(id) + 1), lr, grad_scale,
+                                 static_cast<float>(opt_.beta1), static_cast<float>(opt_.beta2),
+                                 static_cast<float>(opt_.eps), c1, c2, wd);
     }
   }
 
