@@ -49,7 +49,8 @@ PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefi
       "set grid\nset key top right\nset xlabel 'step'\n"
       "set output {loss}\nset title {title}\nset ylabel 'cross-entropy loss'\n"
       "plot {data} using 1:2 with lines lw 1.5 title 'train'{val}\n"
-      "set output {mem}\nset title {memtitle}\nset ylabel 'MiB per rank'\nset key bottom right\n"
+      "set output {mem}\nset title {memtitle}\nset ylabel 'MiB per rank'\nset yrange [0:*]\n"
+      "set key bottom right\n"
       "plot {data} using 1:7 with lines lw 1.5 title 'resident (RSS)', "
       "{data} using 1:($5+$6) with lines lw 1.5 title 'model states + activations', "
       "{data} using 1:5 with lines lw 1.5 title 'model states'\n",

@@ -129,8 +129,9 @@ struct Trainer::Impl {
       m.mem_peak_rss = peak_resident_bytes();
       log_.step(m);
       result.losses.push_back(loss);
-      const int64_t timed = step > 1 ? step - 1 : 1;
-      const double eta = time_sum / double(timed) * double(opt_.steps - step);
+      // After the first step its own time is the only estimate there is.
+      const double per_step = step > 1 ? time_sum / double(step - 1) : dt;
+      const double eta = per_step * double(opt_.steps - step);
       if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || step == 1))
         fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
                    report.applied ? "" : " | step skipped (non-finite gradient)");
