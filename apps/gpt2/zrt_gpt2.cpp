@@ -163,7 +163,7 @@ double default_lr(const gpt2::Gpt2Config &cfg) {
 }
 
 // OpenBLAS picks its kernels from the CPU model; on virtual machines that report a generic
-// CPU it falls back to its oldest ones (Prescott, SSE3), several times slower. Say so.
+// CPU it falls back to its SSE3 ones (Prescott), leaving AVX2/AVX-512 unused. Say so.
 void check_blas(bool print) {
   using CoreName = char *(*)();
   auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
@@ -172,10 +172,10 @@ void check_blas(bool print) {
   if ((core == "Prescott" || core == "Core2" || core == "Nehalem") &&
       __builtin_cpu_supports("avx2"))
     fmt::print(stderr,
-               "zrt-gpt2: warning: OpenBLAS uses its {} kernels, though this CPU has AVX2 "
-               "(it did not recognize the CPU model); set OPENBLAS_CORETYPE={} for much "
-               "faster matrix products\n",
-               core, __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+               "zrt-gpt2: note: OpenBLAS did not recognize this CPU and uses its {} (SSE) "
+               "kernels; OPENBLAS_CORETYPE={} selects the ones for its {}\n",
+               core, __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell",
+               __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2");
 }
 
 }  // namespace
