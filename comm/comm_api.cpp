@@ -65,21 +65,26 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
   return abi_call("zrt_comm_create", [&] {
     Context &c = context_from(context);
     require_nonnull(comm_p, "comm_p");
-    std::string backend = c.config().get_string("comm.backend");
+    Communicator::Options options;
+    options.backend = c.config().get_string("comm.backend");
+    options.deterministic = c.config().get_bool("comm.deterministic");
     if (params != nullptr) {
-      if (params->field_mask & ~uint64_t{ZRT_COMM_PARAM_FIELD_BACKEND})
+      const uint64_t known = ZRT_COMM_PARAM_FIELD_BACKEND | ZRT_COMM_PARAM_FIELD_DETERMINISTIC;
+      if (params->field_mask & ~known)
         fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
-             params->field_mask & ~uint64_t{ZRT_COMM_PARAM_FIELD_BACKEND});
+             params->field_mask & ~known);
       if (params->field_mask & ZRT_COMM_PARAM_FIELD_BACKEND) {
         require_nonnull(params->backend, "params->backend");
-        backend = params->backend;
+        options.backend = params->backend;
       }
+      if (params->field_mask & ZRT_COMM_PARAM_FIELD_DETERMINISTIC)
+        options.deterministic = params->deterministic != 0;
     }
     if (mpi_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
     std::unique_ptr<Communicator> comm;
     // Agreed, so a backend that fails on one rank fails the creation on all of them.
     run_agreed(mpi_comm,
-               [&] { comm = std::make_unique<Communicator>(c, mpi_comm, backend, false); });
+               [&] { comm = std::make_unique<Communicator>(c, mpi_comm, options, false); });
     Communicator *raw = comm.get();
     raw->handle = comm_table().insert(std::move(comm));
     c.part<CommPart>().adopt(raw->handle);

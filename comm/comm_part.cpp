@@ -11,8 +11,10 @@ const bool registered =
 
 CommPart::CommPart(Context &context) : context_(context) {
   (void)registered;
-  auto world = std::make_unique<Communicator>(context, context.comm(),
-                                              context.config().get_string("comm.backend"), true);
+  Communicator::Options options;
+  options.backend = context.config().get_string("comm.backend");
+  options.deterministic = context.config().get_bool("comm.deterministic");
+  auto world = std::make_unique<Communicator>(context, context.comm(), options, true);
   Communicator *raw = world.get();
   world_ = raw->handle = comm_table().insert(std::move(world));
 }
@@ -42,6 +44,7 @@ void CommPart::describe(nlohmann::json &out) const {
   out["comm"] = {{"backends", backend_names()},
                  {"world_backend", world.backend_name()},
                  {"check_args", world.check_args()},
+                 {"deterministic", world.deterministic()},
                  {"communicators", comms_.size() + 1}};
 }
 

@@ -79,9 +79,8 @@ Request &request_from(zrt_request_h handle, const char *argument) {
   return request_table().get(handle_value(handle), argument);
 }
 
-Communicator::Communicator(Context &context, MPI_Comm user_comm, const std::string &backend,
-                           bool world)
-    : context_(context), world_(world) {
+Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world)
+    : context_(context), world_(world), deterministic_(options.deterministic) {
   if (user_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter(mpi_comm)");
@@ -93,7 +92,7 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const std::stri
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     check_args_ = context.config().get_bool("comm.check_args");
-    backend_ = create_backend(*this, backend);
+    backend_ = create_backend(*this, options.backend);
   } catch (...) {
     if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
     MPI_Comm_free(&comm_);

@@ -22,8 +22,12 @@ class Context;
 class Communicator {
  public:
   // Collective over user_comm (duplicated twice: data traffic and argument checks never
-  // match each other's messages). backend: "auto" or a backend name.
-  Communicator(Context &context, MPI_Comm user_comm, const std::string &backend, bool world);
+  // match each other's messages).
+  struct Options {
+    std::string backend = "auto";  // or a backend name
+    bool deterministic = false;    // reductions sum in rank order (ordered_sum.hpp)
+  };
+  Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world);
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -35,6 +39,7 @@ class Communicator {
   bool world() const { return world_; }
   const char *backend_name() const { return backend_->name(); }
   bool check_args() const { return check_args_; }
+  bool deterministic() const { return deterministic_; }
 
   // Validates args locally and creates the request (owned by the caller). Collective in
   // that every rank must post the same sequence of collectives.
@@ -60,6 +65,7 @@ class Communicator {
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;
+  bool deterministic_ = false;
   std::unique_ptr<Backend> backend_;
   std::mutex mutex_;
   uint64_t next_seq_ = 0;

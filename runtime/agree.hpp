@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 #include "runtime/error.hpp"
@@ -18,13 +19,15 @@ struct AgreedStatus {
 };
 
 // Collective over comm. ZRT_IN_PROGRESS counts as success. Throws Error(ZRT_ERR_MPI) only
-// when MPI itself fails.
-AgreedStatus agree_status(MPI_Comm comm, zrt_status_t local, const std::string &message);
+// when MPI itself fails. While waiting for the other ranks it calls progress(), if given:
+// a caller with operations in flight that others may be waiting for keeps them moving.
+AgreedStatus agree_status(MPI_Comm comm, zrt_status_t local, const std::string &message,
+                          const std::function<void()> &progress = {});
 
 // Runs step() on every rank; if it throws on any rank, every rank throws the error of the
 // lowest failed rank, prefixed "rank R: ".
 template <class Step>
-void run_agreed(MPI_Comm comm, Step &&step) {
+void run_agreed(MPI_Comm comm, Step &&step, const std::function<void()> &progress = {}) {
   zrt_status_t local = ZRT_SUCCESS;
   std::string message;
   try {
@@ -39,7 +42,7 @@ void run_agreed(MPI_Comm comm, Step &&step) {
     local = ZRT_ERR_INTERNAL;
     message = e.what();
   }
-  AgreedStatus agreed = agree_status(comm, local, message);
+  AgreedStatus agreed = agree_status(comm, local, message, progress);
   if (agreed.status != ZRT_SUCCESS)
     throw Error(agreed.status, fmt::format("rank {}: {}", agreed.failed_rank, agreed.message));
 }

@@ -59,6 +59,10 @@ const char *type_name(ConfigType t) {
       return "enum";
     case ConfigType::String:
       return "string";
+    case ConfigType::DoubleList:
+      return "list";
+    case ConfigType::Ignored:
+      return "ignored";
   }
   return "?";
 }
@@ -81,6 +85,15 @@ std::string accepted(const ConfigKey &key) {
       return "accepted values are real numbers";
     case ConfigType::String:
       return "any string is accepted";
+    case ConfigType::DoubleList:
+      if (key.min == key.max)
+        return fmt::format(
+            "accepted values are {} real numbers, as a JSON array or separated by "
+            "commas",
+            key.min);
+      return "accepted values are real numbers, as a JSON array or separated by commas";
+    case ConfigType::Ignored:
+      return "the key is ignored";
   }
   return "";
 }
@@ -98,6 +111,15 @@ int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_v
   char *end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);
   if (errno == ERANGE || end == t.c_str()) bad_value(key, text, origin);
+  if (*end == '.' || *end == 'e' || *end == 'E') {
+    // An integral value written as a real number, as DeepSpeed configurations do ("5e8").
+    char *real_end = nullptr;
+    double d = std::strtod(t.c_str(), &real_end);
+    if (*real_end != '\0' || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18)
+      bad_value(key, text, origin);
+    v = static_cast<long long>(d);
+    end = real_end;
+  }
   std::string suffix = lower(end);
   int64_t scale = 1;
   if (with_suffix && !suffix.empty()) {
@@ -118,13 +140,16 @@ int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_v
   return r;
 }
 
-// Flattens nested objects of a JSON file into dotted keys.
-void flatten(const nlohmann::json &j, const std::string &prefix,
+// Flattens nested objects of a JSON file into dotted keys; an ignored key keeps its whole
+// subtree (DeepSpeed's "scheduler": {...}, say).
+void flatten(const ConfigSchema &schema, const nlohmann::json &j, const std::string &prefix,
              std::vector<std::pair<std::string, const nlohmann::json *>> &out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object())
-      flatten(*it, name, out);
+    const ConfigKey *key = schema.find(name);
+    bool ignored = key != nullptr && key->type == ConfigType::Ignored;
+    if (it->is_object() && !ignored)
+      flatten(schema, *it, name, out);
     else
       out.emplace_back(name, &*it);
   }
@@ -267,7 +292,32 @@ ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
       bad_value(key, text, origin);
     }
     case ConfigType::String:
+    case ConfigType::Ignored:
       return std::string(text);
+    case ConfigType::DoubleList: {
+      std::vector<double> values;
+      std::string t = trim(text);
+      if (!t.empty() && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+      size_t start = 0;
+      for (;;) {
+        size_t comma = t.find(',', start);
+        std::string item =
+            trim(t.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        errno = 0;
+        char *end = nullptr;
+        double v = std::strtod(item.c_str(), &end);
+        if (item.empty() || errno == ERANGE || *end != '\0' || !std::isfinite(v))
+          bad_value(key, text, origin);
+        values.push_back(v);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      // min and max of a DoubleList bound its length.
+      const auto n = static_cast<int64_t>(values.size());
+      if ((key.min != INT64_MIN && n < key.min) || (key.max != INT64_MAX && n > key.max))
+        bad_value(key, text, origin);
+      return values;
+    }
   }
   fail(ZRT_ERR_INTERNAL, "config key {} has no type", key.name);
 }
@@ -323,7 +373,7 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
     if (!j.is_object())
       fail(ZRT_ERR_CONFIG, "configuration file {} must hold a JSON object", c.file_path_);
     std::vector<std::pair<std::string, const nlohmann::json *>> flat;
-    flatten(j, "", flat);
+    flatten(schema, j, "", flat);
     for (auto &[name, value] : flat) {
       const ConfigKey *key = schema.find(name);
       if (key == nullptr) {
@@ -332,10 +382,16 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
              name, c.file_path_,
              hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
       }
-      if (value->is_array() || value->is_null())
+      if (key->type == ConfigType::Ignored) {
+        c.ignored_.push_back(name);
+        continue;
+      }
+      bool list_ok = key->type == ConfigType::DoubleList && value->is_array();
+      if ((value->is_array() && !list_ok) || value->is_null())
         fail(ZRT_ERR_CONFIG, "bad value {} for {} (from {}): {}", value->dump(), key->name,
              c.file_path_, accepted(*key));
-      c.apply(*key, json_scalar_text(*value), ConfigSource::File, c.file_path_);
+      c.apply(*key, list_ok ? value->dump() : json_scalar_text(*value), ConfigSource::File,
+              c.file_path_);
     }
   }
 
@@ -379,6 +435,9 @@ double Config::get_double(std::string_view name) const {
 }
 const std::string &Config::get_string(std::string_view name) const {
   return std::get<std::string>(entry(name).value);
+}
+const std::vector<double> &Config::get_doubles(std::string_view name) const {
+  return std::get<std::vector<double>>(entry(name).value);
 }
 ConfigSource Config::source(std::string_view name) const {
   return entry(name).source;

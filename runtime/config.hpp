@@ -20,7 +20,10 @@
 
 namespace zrt {
 
-enum class ConfigType { Bool, Int, Size, Double, Enum, String };
+// DoubleList: comma-separated in the environment, a JSON array of numbers in the file.
+// Ignored: a key of another tool (DeepSpeed's train_batch_size, say) that zerort accepts
+// in a file with a warning, so an existing configuration file works as it is.
+enum class ConfigType { Bool, Int, Size, Double, Enum, String, DoubleList, Ignored };
 
 struct ConfigKey {
   std::string name;  // dotted path in the JSON file, e.g. "comm.backend"
@@ -63,7 +66,7 @@ class ConfigSchema {
 enum class ConfigSource { Default, File, Params, Environment };
 const char *source_name(ConfigSource source);
 
-using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<double>>;
 
 // Parses text as the key's type; throws Error(ZRT_ERR_CONFIG) naming the key, where the
 // value came from, and the accepted values.
@@ -85,8 +88,11 @@ class Config {
   int64_t get_int(std::string_view name) const;
   double get_double(std::string_view name) const;
   const std::string &get_string(std::string_view name) const;  // also Enum
+  const std::vector<double> &get_doubles(std::string_view name) const;
   ConfigSource source(std::string_view name) const;
   const std::string &file_path() const { return file_path_; }
+  // Keys of the file that the schema accepts but ignores (other tools' keys).
+  const std::vector<std::string> &ignored_keys() const { return ignored_; }
 
   nlohmann::json to_json() const;  // {key: {"value": ..., "source": ...}}
 
@@ -104,6 +110,7 @@ class Config {
   std::map<std::string, Entry, std::less<>> entries_;
   std::map<std::string, std::string> env_texts_;  // kept so with_params re-applies them
   std::string file_path_;
+  std::vector<std::string> ignored_;
 };
 
 }  // namespace zrt

@@ -7,6 +7,162 @@ namespace zrt {
 
 namespace {
 
+ConfigKey with_env(ConfigKey k, std::string env) {
+  k.env = std::move(env);
+  return k;
+}
+
+ConfigKey config_real(std::string name, std::string default_value, std::string env,
+                      std::string doc) {
+  return with_env(
+      config_key(std::move(name), ConfigType::Double, std::move(default_value), std::move(doc)),
+      std::move(env));
+}
+
+// DeepSpeed keys that a ds_config.json commonly holds and zerort does not use: accepted
+// with a warning so that such a file works as it is. Anything else unknown is an error.
+std::vector<ConfigKey> deepspeed_ignored_keys() {
+  std::vector<ConfigKey> keys;
+  for (const char *name : {"train_batch_size",
+                           "train_micro_batch_size_per_gpu",
+                           "steps_per_print",
+                           "wall_clock_breakdown",
+                           "dump_state",
+                           "prescale_gradients",
+                           "gradient_predivide_factor",
+                           "sparse_gradients",
+                           "scheduler",
+                           "activation_checkpointing",
+                           "flops_profiler",
+                           "tensorboard",
+                           "wandb",
+                           "csv_monitor",
+                           "comms_logger",
+                           "communication_data_type",
+                           "data_types",
+                           "amp",
+                           "zero_allow_untested_optimizer",
+                           "zero_force_ds_cpu_optimizer",
+                           "fp16.auto_cast",
+                           "fp16.consecutive_hysteresis",
+                           "bf16.immediate_grad_update",
+                           "zero_optimization.contiguous_gradients",
+                           "zero_optimization.reduce_scatter",
+                           "zero_optimization.allgather_partitions",
+                           "zero_optimization.round_robin_gradients",
+                           "zero_optimization.offload_param",
+                           "zero_optimization.offload_optimizer.pin_memory",
+                           "zero_optimization.offload_optimizer.nvme_path",
+                           "zero_optimization.offload_optimizer.buffer_count",
+                           "zero_optimization.offload_optimizer.fast_init",
+                           "zero_optimization.sub_group_size",
+                           "zero_optimization.stage3_max_reuse_distance",
+                           "zero_optimization.stage3_prefetch_bucket_size",
+                           "zero_optimization.stage3_param_persistence_threshold",
+                           "zero_optimization.stage3_gather_16bit_weights_on_model_save",
+                           "zero_optimization.elastic_checkpoint",
+                           "zero_optimization.load_from_fp32_weights",
+                           "zero_optimization.ignore_unused_parameters",
+                           "zero_optimization.cpu_offload",
+                           "optimizer.params.bias_correction",
+                           "optimizer.params.amsgrad",
+                           "optimizer.params.torch_adam",
+                           "optimizer.params.adam_w_mode"}) {
+    keys.push_back(config_key(name, ConfigType::Ignored, "",
+                              "DeepSpeed key accepted and ignored (with a warning)"));
+  }
+  return keys;
+}
+
+// The ZeRO engine's knobs, named as in DeepSpeed's ds_config.json where DeepSpeed has
+// the knob, so that such a file mostly works as it is. A zrt_engine_params_t field the
+// program sets takes precedence over the file; the environment over both.
+std::vector<ConfigKey> engine_keys() {
+  ConfigKey stage =
+      with_env(config_int("zero_optimization.stage", 2, 0, 3,
+                          "ZeRO stage: 0 data parallel, 1 sharded optimizer state, 2 and sharded "
+                          "gradients, 3 and sharded parameters"),
+               "ZRT_ZERO_STAGE");
+  ConfigKey reduce = with_env(
+      config_int("zero_optimization.reduce_bucket_size", 25 << 20 >> 2, 1, int64_t{1} << 40,
+                 "gradient bucket size in elements (DeepSpeed's unit); 6553600 = 25 MiB of "
+                 "fp32"),
+      "ZRT_REDUCE_BUCKET_SIZE");
+  ConfigKey gather =
+      with_env(config_int("zero_optimization.allgather_bucket_size", 25 << 20 >> 2, 1,
+                          int64_t{1} << 40, "parameter all-gather bucket size in elements"),
+               "ZRT_ALLGATHER_BUCKET_SIZE");
+  ConfigKey betas =
+      with_env(config_key("optimizer.params.betas", ConfigType::DoubleList, "0.9,0.999",
+                          "Adam/LAMB moment coefficients [beta1, beta2]"),
+               "ZRT_OPTIMIZER_BETAS");
+  betas.min = betas.max = 2;
+  return {
+      stage,
+      reduce,
+      gather,
+      with_env(config_key("zero_optimization.overlap_comm", ConfigType::Bool, "true",
+                          "post each bucket's reduction as soon as it is full, overlapping "
+                          "backward; off: reduce synchronously"),
+               "ZRT_OVERLAP_COMM"),
+      with_env(config_choice("zero_optimization.offload_optimizer.device", "none", {"none", "cpu"},
+                             "cpu: optimizer state in pinned host memory, updated on the CPU "
+                             "(ZeRO-Offload)"),
+               "ZRT_OFFLOAD_OPTIMIZER"),
+      with_env(config_int("zero_optimization.stage3_max_live_parameters", 1000000000, 0,
+                          int64_t{1} << 48,
+                          "stage 3: gathered parameters (elements) kept resident after release "
+                          "before the least recently used are freed"),
+               "ZRT_STAGE3_MAX_LIVE_PARAMETERS"),
+      with_env(config_key("zero.deterministic", ConfigType::Bool, "false",
+                          "reductions add in rank order: every stage gives bitwise-identical "
+                          "parameters for the same world size, run after run"),
+               "ZRT_DETERMINISTIC"),
+      with_env(config_key("fp16.enabled", ConfigType::Bool, "false",
+                          "parameters and gradients in fp16 with fp32 master weights"),
+               "ZRT_FP16"),
+      with_env(config_key("bf16.enabled", ConfigType::Bool, "false",
+                          "parameters and gradients in bf16 with fp32 master weights"),
+               "ZRT_BF16"),
+      config_real("fp16.loss_scale", "0", "ZRT_LOSS_SCALE",
+                  "0: dynamic loss scaling (fp16); another value: that static scale"),
+      with_env(config_int("fp16.initial_scale_power", 16, 0, 64,
+                          "dynamic loss scaling starts at 2^this"),
+               "ZRT_INITIAL_SCALE_POWER"),
+      with_env(config_int("fp16.loss_scale_window", 1000, 1, int64_t{1} << 40,
+                          "steps without overflow before the loss scale doubles"),
+               "ZRT_LOSS_SCALE_WINDOW"),
+      with_env(config_int("fp16.hysteresis", 2, 1, 1 << 20,
+                          "overflows tolerated before the loss scale halves"),
+               "ZRT_HYSTERESIS"),
+      config_real("fp16.min_loss_scale", "1", "ZRT_MIN_LOSS_SCALE",
+                  "the dynamic loss scale never drops below this"),
+      config_real("gradient_clipping", "0", "ZRT_GRADIENT_CLIPPING",
+                  "clip the global gradient norm to this value; 0 disables clipping"),
+      with_env(config_int("gradient_accumulation_steps", 1, 1, 1 << 20,
+                          "micro-steps (zrt_engine_step calls) per optimizer step"),
+               "ZRT_GRADIENT_ACCUMULATION_STEPS"),
+      with_env(config_choice("optimizer.type", "adamw", {"adamw", "adam", "sgd", "lamb"},
+                             "optimizer run on each rank's shard"),
+               "ZRT_OPTIMIZER"),
+      config_real("optimizer.params.lr", "0.001", "ZRT_LR", "learning rate"),
+      betas,
+      config_real("optimizer.params.eps", "1e-8", "ZRT_OPTIMIZER_EPS",
+                  "Adam/LAMB denominator epsilon"),
+      config_real("optimizer.params.weight_decay", "0", "ZRT_WEIGHT_DECAY",
+                  "weight decay (decoupled for AdamW and LAMB, L2 for Adam and SGD)"),
+      config_real("optimizer.params.momentum", "0", "ZRT_MOMENTUM", "SGD momentum"),
+      with_env(config_key("optimizer.params.nesterov", ConfigType::Bool, "false",
+                          "SGD: Nesterov momentum"),
+               "ZRT_NESTEROV"),
+      config_choice("kernels.isa", "auto", {"auto", "avx512", "avx2", "scalar"},
+                    "instruction set of the optimizer kernels; auto picks the best the CPU has"),
+      config_int("kernels.threads", 0, 0, 4096,
+                 "optimizer threads per rank, each bound to one of the rank's processing "
+                 "units; 0: one per unit"),
+  };
+}
+
 std::vector<ConfigKey> library_keys() {
   ConfigKey file =
       config_key("config_file", ConfigType::String, "", "JSON configuration file read at zrt_init");
@@ -24,16 +180,27 @@ std::vector<ConfigKey> library_keys() {
                  "one node (to test multi-node code paths on one machine)"),
       config_choice("comm.backend", "auto", {"auto", "mpi"},
                     "communication backend of new communicators; auto lets the registry choose"),
+      config_key("comm.deterministic", ConfigType::Bool, "false",
+                 "reductions add the ranks' contributions in rank order and round once, so "
+                 "results are bitwise identical across runs, backends and ZeRO stages"),
       config_key("comm.check_args", ConfigType::Bool, "true",
                  "agree on each collective's kind, count, dtype, op and root across ranks before "
                  "running it, so a mismatch is an error on every rank instead of a hang"),
   };
 }
 
+std::vector<ConfigKey> all_keys() {
+  std::vector<ConfigKey> keys = library_keys();
+  for (auto *more : {engine_keys, deepspeed_ignored_keys})
+    for (ConfigKey &k : more())
+      keys.push_back(std::move(k));
+  return keys;
+}
+
 }  // namespace
 
 const ConfigSchema &ConfigSchema::library() {
-  static const ConfigSchema schema(library_keys());
+  static const ConfigSchema schema(all_keys());
   return schema;
 }
 

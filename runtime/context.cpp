@@ -117,6 +117,10 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
                [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
     log_level_ = parse_level(config_.get_string("log_level"));
     log::set_level(log_level_);
+    if (rank_ == 0)
+      for (const std::string &key : config_.ignored_keys())
+        log::warn("{}: ignoring {}, a DeepSpeed key that zerort does not use", config_.file_path(),
+                  key);
 
     NodeLayout layout;
     run_agreed(comm_, [&] {

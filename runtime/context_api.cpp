@@ -26,6 +26,18 @@ ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
   });
 }
 
+ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
+                                      const zrt_init_params_t *params, zrt_context_h *context_p) {
+  // MPI_Comm_f2c needs MPI; a Fortran program has always initialized it.
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return abi_call("zrt_init", []() -> zrt_status_t {
+      fail(ZRT_ERR_INVALID_STATE, "call MPI_Init before zrt_init from Fortran");
+    });
+  return zrt_init_versioned(api_version, MPI_Comm_f2c(comm), params, context_p);
+}
+
 ZRT_API zrt_status_t zrt_finalize(zrt_context_h context) {
   return abi_call("zrt_finalize", [&] {
     context_from(context).check_can_finalize();

@@ -60,6 +60,7 @@ class Topology {
   int numa_nodes() const { return numa_nodes_; }
   zrt_bound_by_t bound_by() const { return bound_by_; }
   const std::string &binding() const { return binding_; }
+  hwloc_const_cpuset_t bound_set() const { return bound_set_; }  // nullptr without hwloc
   int bound_pus() const { return bound_pus_; }
   int numa_node() const { return numa_node_; }
   const std::vector<TopologyDevice> &gpus() const { return gpus_; }

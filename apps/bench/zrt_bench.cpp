@@ -2,16 +2,22 @@
 // the same process (Open MPI's own collective, malloc, a scalar loop), as a ratio.
 //
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
+//   zrt-bench adam [--params 1e8]
+//   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
+#include "bench_adam.hpp"
 #include "bench_comm.hpp"
+#include "bench_zero.hpp"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   CLI::App app{"zrt-bench: zerort benchmarks, each against a baseline in the same run"};
   app.require_subcommand(1);
   add_comm_bench(app);
+  add_adam_bench(app);
+  add_zero_bench(app);
   int rc = 0;
   try {
     app.parse(argc, argv);

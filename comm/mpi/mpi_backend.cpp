@@ -6,6 +6,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/dtype.hpp"
+#include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
 #include "runtime/mpi_error.hpp"
 
@@ -48,26 +49,113 @@ class MpiOp final : public BackendOp {
   }
 };
 
+// Second phases of multi-phase operations. MPI requires every rank to start collectives on
+// a communicator in the same order, but a first phase may finish earlier on one rank than
+// on another: second phases therefore go to their own communicator and start strictly in
+// the order of their tickets, which are handed out in the (agreed) start order.
+struct PhaseTwo {
+  MPI_Comm comm = MPI_COMM_NULL;
+  uint64_t issued = 0;  // tickets handed out
+  uint64_t next = 0;    // the ticket allowed to start its second phase
+};
+
+// Deterministic reduce-scatter and all-reduce: an all-to-all brings every rank's
+// contribution to this rank's shard, which is summed in rank order (ordered_sum); the
+// all-reduce then all-gathers the shards. The all-to-all moves (n-1)/n of the buffer, as a
+// ring reduce-scatter does.
+class OrderedReduceOp final : public BackendOp {
+ public:
+  OrderedReduceOp(const CollArgs &a, MPI_Comm comm, PhaseTwo &two, int n, int rank,
+                  MPI_Datatype type)
+      : args_(a), comm_(comm), two_(two), n_(n), type_(type), esize_(dtype_size(a.dtype)) {
+    if (a.kind == CollKind::AllReduce) ticket_ = two_.issued++;
+    own_ = shard_range(a.count, n, rank);
+    counts_.resize(static_cast<size_t>(n));
+    displs_.resize(static_cast<size_t>(n));
+    recv_counts_.assign(static_cast<size_t>(n), static_cast<int>(own_.length));
+    recv_displs_.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      Shard s = shard_range(a.count, n, r);
+      counts_[static_cast<size_t>(r)] = static_cast<int>(s.length);
+      displs_[static_cast<size_t>(r)] = static_cast<int>(std::min(s.offset, a.count));
+      recv_displs_[static_cast<size_t>(r)] = r * static_cast<int>(own_.length);
+    }
+    chunks_.resize(own_.length * static_cast<size_t>(n) * esize_);
+    if (a.kind == CollKind::ReduceScatter && own_.shard > own_.length)
+      std::memset(static_cast<char *>(a.recv) + own_.length * esize_, 0,
+                  (own_.shard - own_.length) * esize_);
+    check_mpi(MPI_Ialltoallv(a.send, counts_.data(), displs_.data(), type_, chunks_.data(),
+                             recv_counts_.data(), recv_displs_.data(), type_, comm_, &request_),
+              "MPI_Ialltoallv");
+  }
+
+  ~OrderedReduceOp() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  bool step() override {
+    int done = 0;
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!done) return false;
+    if (gathering_) return true;
+    if (args_.kind == CollKind::ReduceScatter) {
+      ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op, args_.recv);
+      return true;
+    }
+    // All-reduce: sum this rank's shard into the first chunk, then, in ticket order, gather
+    // every shard.
+    if (!summed_) {
+      ordered_sum(chunks_.data(), own_.length, n_, own_.length, args_.dtype, args_.op,
+                  chunks_.data());
+      summed_ = true;
+    }
+    if (two_.next != ticket_) return false;
+    check_mpi(MPI_Iallgatherv(chunks_.data(), static_cast<int>(own_.length), type_, args_.recv,
+                              counts_.data(), displs_.data(), type_, two_.comm, &request_),
+              "MPI_Iallgatherv");
+    ++two_.next;
+    gathering_ = true;
+    return false;
+  }
+
+ private:
+  CollArgs args_;
+  MPI_Comm comm_;
+  PhaseTwo &two_;
+  uint64_t ticket_ = 0;
+  bool summed_ = false;
+  int n_;
+  MPI_Datatype type_;
+  size_t esize_;
+  Shard own_;
+  std::vector<int> counts_, displs_, recv_counts_, recv_displs_;
+  std::vector<char> chunks_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool gathering_ = false;
+};
+
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(Communicator &comm) : comm_(comm) {
+    check_mpi(MPI_Comm_dup(comm.mpi_comm(), &phase_two_.comm), "MPI_Comm_dup");
     check_mpi(MPI_Op_create(&sum_bf16, 1, &sum_bf16_), "MPI_Op_create(bf16 sum)");
-    if (int rc = MPI_Op_create(&sum_fp16, 1, &sum_fp16_); rc != MPI_SUCCESS) {
-      MPI_Op_free(&sum_bf16_);
-      check_mpi(rc, "MPI_Op_create(fp16 sum)");
-    }
+    check_mpi(MPI_Op_create(&sum_fp16, 1, &sum_fp16_), "MPI_Op_create(fp16 sum)");
   }
   ~MpiBackend() override {
-    MPI_Op_free(&sum_bf16_);
-    MPI_Op_free(&sum_fp16_);
+    if (sum_bf16_ != MPI_OP_NULL) MPI_Op_free(&sum_bf16_);
+    if (sum_fp16_ != MPI_OP_NULL) MPI_Op_free(&sum_fp16_);
+    MPI_Comm_free(&phase_two_.comm);
   }
 
   const char *name() const override { return "mpi"; }
 
   std::unique_ptr<BackendOp> start(const CollArgs &a) override {
-    auto op = std::make_unique<MpiOp>();
     MPI_Comm comm = comm_.mpi_comm();
     const int n = comm_.size(), rank = comm_.rank();
+    if (comm_.deterministic() &&
+        (a.kind == CollKind::ReduceScatter || a.kind == CollKind::AllReduce))
+      return std::make_unique<OrderedReduceOp>(a, comm, phase_two_, n, rank, mpi_type(a.dtype));
+    auto op = std::make_unique<MpiOp>();
     const size_t esize = dtype_size(a.dtype);
     MPI_Datatype type = mpi_type(a.dtype);
     MPI_Op sum = mpi_sum(a.dtype);
@@ -156,6 +244,7 @@ class MpiBackend final : public Backend {
   }
 
   Communicator &comm_;
+  PhaseTwo phase_two_;
   MPI_Op sum_bf16_ = MPI_OP_NULL;
   MPI_Op sum_fp16_ = MPI_OP_NULL;
 };

@@ -35,7 +35,9 @@ TEST(ApiErrors, WrongCommunicators) {
   mentions("MPI_COMM_NULL");
   EXPECT_EQ(zrt_comm_destroy(test::world()), ZRT_ERR_INVALID_ARGUMENT);
   mentions("zrt_finalize destroys it");
-  zrt_comm_params_t params = {ZRT_COMM_PARAM_FIELD_BACKEND, "carrier-pigeon"};
+  zrt_comm_params_t params = {};
+  params.field_mask = ZRT_COMM_PARAM_FIELD_BACKEND;
+  params.backend = "carrier-pigeon";
   EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &params, &comm),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("backend 'carrier-pigeon' is not available");

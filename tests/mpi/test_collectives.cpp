@@ -347,3 +347,88 @@ TEST(Collectives, SubCommunicators) {
   EXPECT_EQ(zrt_comm_rank(comm, &sub_rank), ZRT_ERR_INVALID_HANDLE);  // stale now
   MPI_Comm_free(&half);
 }
+
+namespace {
+
+// The deterministic reference: contributions added in rank order in the accumulation
+// precision, divided for avg, rounded once into dt.
+double ordered_reference(size_t i, int salt, zrt_dtype_t dt, zrt_op_t op, int n) {
+  if (dt == ZRT_DTYPE_FP64) {
+    double acc = input(0, i, salt, dt);
+    for (int r = 1; r < n; ++r)
+      acc += input(r, i, salt, dt);
+    return op == ZRT_OP_AVG ? acc / n : acc;
+  }
+  float acc = static_cast<float>(input(0, i, salt, dt));
+  for (int r = 1; r < n; ++r)
+    acc += static_cast<float>(input(r, i, salt, dt));
+  if (op == ZRT_OP_AVG) acc /= static_cast<float>(n);
+  std::vector<char> one(8);
+  if (dt == ZRT_DTYPE_BF16) {
+    // Round to nearest even, written out here independently of zerort.
+    uint32_t u = std::bit_cast<uint32_t>(acc);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return std::bit_cast<float>(u & 0xffff0000u);
+  }
+  put(one.data(), 0, dt, acc);
+  return get(one.data(), 0, dt);
+}
+
+zrt_comm_h deterministic_world() {
+  static zrt_comm_h comm = [] {
+    zrt_comm_params_t p = {};
+    p.field_mask = ZRT_COMM_PARAM_FIELD_DETERMINISTIC;
+    p.deterministic = 1;
+    zrt_comm_h c = nullptr;
+    EXPECT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &p, &c), ZRT_SUCCESS)
+        << test::last_error();
+    return c;
+  }();
+  return comm;
+}
+
+}  // namespace
+
+TEST(Deterministic, ReductionsAddInRankOrderAndRoundOnce) {
+  int n = test::size(), me = test::rank(), salt = 9000;
+  zrt_comm_h comm = deterministic_world();
+  for (zrt_dtype_t dt : kDtypes)
+    for (zrt_op_t op : {ZRT_OP_SUM, ZRT_OP_AVG})
+      for (size_t count : counts()) {
+        ++salt;
+        SCOPED_TRACE(
+            fmt::format("{} {} count {}", name(dt), op == ZRT_OP_SUM ? "sum" : "avg", count));
+        size_t es = esize(dt), offset = 0, length = 0, shard = 0;
+        zrt_shard_range(count, n, me, &offset, &length, &shard);
+        std::vector<char> send(count * es), all(count * es), part(shard * es), gathered(count * es);
+        for (size_t i = 0; i < count; ++i)
+          put(send.data(), i, dt, input(me, i, salt, dt));
+        ASSERT_EQ(zrt_all_reduce(comm, send.data(), all.data(), count, dt, op), ZRT_SUCCESS)
+            << test::last_error();
+        ASSERT_EQ(zrt_reduce_scatter(comm, send.data(), part.data(), count, dt, op), ZRT_SUCCESS);
+        ASSERT_EQ(zrt_all_gather(comm, part.data(), gathered.data(), count, dt), ZRT_SUCCESS);
+        // Bitwise: all-reduce equals reduce-scatter + all-gather, and both the reference.
+        EXPECT_EQ(std::memcmp(all.data(), gathered.data(), all.size()), 0);
+        EXPECT_EQ(compare(all.data(), count, dt,
+                          [&](size_t i) {
+                            return Expect{ordered_reference(i, salt, dt, op, n), 0.0};
+                          }),
+                  "");
+      }
+}
+
+TEST(Deterministic, InPlaceAllReduceAndRepeatability) {
+  zrt_comm_h comm = deterministic_world();
+  size_t count = 50001;
+  std::vector<float> a(count), b(count);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = static_cast<float>(input(test::rank(), i, 77, ZRT_DTYPE_FP32));
+  std::vector<float> first = a;
+  ASSERT_EQ(zrt_all_reduce(comm, first.data(), first.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_SUCCESS);
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_EQ(zrt_all_reduce(comm, a.data(), b.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+              ZRT_SUCCESS);
+    EXPECT_EQ(std::memcmp(b.data(), first.data(), count * sizeof(float)), 0) << "run " << run;
+  }
+}

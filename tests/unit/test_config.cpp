@@ -139,6 +139,10 @@ TEST(Config, IntegerBoundsAndSuffixes) {
   EXPECT_EQ(Config::resolve(s, "", {}, size.get()).get_int("comm.bucket"), int64_t{2} << 30);
   Env zero({"ZRT_COMM_BUCKET=0"});
   EXPECT_NE(error_of([&] { Config::resolve(s, "", {}, zero.get()); }), "");
+  Env real({"ZRT_RANKS=6e1"});
+  EXPECT_EQ(Config::resolve(s, "", {}, real.get()).get_int("ranks"), 60);
+  Env fraction({"ZRT_RANKS=6.5"});
+  EXPECT_NE(error_of([&] { Config::resolve(s, "", {}, fraction.get()); }), "");
   Env ratio({"ZRT_RATIO=nan"});
   EXPECT_NE(error_of([&] { Config::resolve(s, "", {}, ratio.get()); }), "");
 }

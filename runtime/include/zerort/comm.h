@@ -19,6 +19,14 @@
  * is done; zrt_request_free releases it. Buffers must stay untouched until it is done.
  * Operations on one communicator must be posted in the same order on every rank.
  *
+ * ## Deterministic mode
+ * With deterministic set (zrt_comm_params_t, or the comm.deterministic key), reduce-scatter
+ * and all-reduce add the ranks' contributions in rank order 0, 1, ..., n-1, in fp32 for
+ * bf16 and fp16 (fp64 for fp64), and round once. Results are then bitwise identical run
+ * after run, across backends, and between an all-reduce and a reduce-scatter plus
+ * all-gather of the same data. Without it, backends add in whatever order is fastest
+ * (and bf16/fp16 round after each addition).
+ *
  * ## Argument checks
  * With the configuration key comm.check_args (ZRT_COMM_CHECK_ARGS, on by default) every
  * collective first agrees on its kind, count, dtype, op and root across the ranks, so a
@@ -36,12 +44,17 @@
 ZRT_BEGIN_DECLS
 
 /** @brief Which fields of zrt_comm_params_t the caller set. */
-enum zrt_comm_params_field { ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0 };
+enum zrt_comm_params_field {
+  ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0,
+  ZRT_COMM_PARAM_FIELD_DETERMINISTIC = 1u << 1
+};
 
 /** @brief Parameters of zrt_comm_create. */
 typedef struct zrt_comm_params {
   uint64_t field_mask;
   const char *backend; /**< "auto" (default: the registry chooses) or a backend name */
+  int deterministic;   /**< 1: reductions sum in rank order (see "Deterministic mode");
+                            default: the comm.deterministic configuration key (off) */
 } zrt_comm_params_t;
 
 /**

@@ -98,6 +98,13 @@ static inline zrt_status_t zrt_init(MPI_Comm comm, const zrt_init_params_t *para
 }
 
 /**
+ * @brief zrt_init for Fortran: @p comm is a Fortran handle (an mpi_f08 type(MPI_Comm)'s
+ * MPI_VAL, or a `use mpi` integer). Used by the zerort Fortran module.
+ */
+ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
+                                      const zrt_init_params_t *params, zrt_context_h *context_p);
+
+/**
  * @brief Destroy a context and every communicator it created.
  *
  * Fails with ZRT_ERR_INVALID_STATE, destroying nothing, while requests are in flight.

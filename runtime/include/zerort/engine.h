@@ -81,7 +81,8 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER = 1u << 17,
   ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW = 1u << 18,
   ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
-  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20
+  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20,
+  ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21
 };
 
 /**
@@ -116,6 +117,9 @@ typedef struct zrt_engine_params {
   int loss_scale_window;           /**< steps without overflow before the scale doubles; 1000 */
   int hysteresis;                  /**< overflows tolerated before the scale halves; default 2 */
   double min_loss_scale;           /**< the scale never drops below this; default 1 */
+  size_t max_live_parameters;      /**< stage 3: gathered elements kept resident after
+                                        zrt_param_release (least recently used go first);
+                                        default 1e9, DeepSpeed's stage3_max_live_parameters */
 } zrt_engine_params_t;
 
 /**
@@ -140,6 +144,25 @@ ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
  */
 ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
                                         int ndim, const int64_t *shape, zrt_param_h *param_p);
+
+/** @brief What zrt_param_info reports about a parameter. */
+typedef struct zrt_param_info {
+  const char *name; /**< valid while the engine lives */
+  zrt_dtype_t dtype;
+  int ndim;
+  int64_t shape[8];
+  int64_t numel;
+} zrt_param_info_t;
+
+/** @brief Name, dtype and shape of @p param. Local, thread-safe. */
+ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
+                                    zrt_param_info_t *info_p);
+
+/** @brief Number of parameters registered so far. Local. */
+ZRT_API zrt_status_t zrt_engine_param_count(zrt_engine_h engine, int *count_p);
+
+/** @brief The parameter registered @p index -th (from 0). Local. */
+ZRT_API zrt_status_t zrt_engine_param_at(zrt_engine_h engine, int index, zrt_param_h *param_p);
 
 /**
  * @brief Fix the layout: one flat, aligned, padded parameter buffer and its gradient
@@ -203,6 +226,14 @@ typedef struct zrt_step_report {
  */
 ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p);
 
+/**
+ * @brief Give @p param its own weight decay instead of the engine's (0 for biases and
+ * normalization gains, as is usual). Any time; applies from the next step. Local; every
+ * rank must set the same.
+ */
+ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h param,
+                                                double weight_decay);
+
 /** @brief Change the learning rate (schedules). Local; every rank must set the same. */
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
 
@@ -211,8 +242,10 @@ ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p)
 
 /**
  * @brief Stage 3: assemble @p param's full values (and prefetch the next parameters in the
- * direction of the previous gathers). Other stages: a no-op. Collective over the engine's
- * ranks in the same order everywhere, blocking.
+ * direction of the previous gathers). The unit gathered is the parameter's bucket; released
+ * buckets stay resident up to max_live_parameters, so a gather may need no communication.
+ * Other stages: a no-op. Collective: every rank must gather and release the same parameters
+ * in the same order (a mismatch fails with ZRT_ERR_MISMATCH). Blocking.
  */
 ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
 

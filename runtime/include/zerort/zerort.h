@@ -14,6 +14,7 @@
 #include "zerort/context.h"
 #include "zerort/defs.h"
 #include "zerort/engine.h"
+#include "zerort/optimizer.h"
 #include "zerort/status.h"
 #include "zerort/version.h"
 

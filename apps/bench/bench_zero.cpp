@@ -1,0 +1,165 @@
+#include "bench_zero.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <zerort/zerort.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace {
+
+struct ZeroOptions {
+  bool json = false;
+  int layers = 12;
+  int width = 1024;
+  int steps = 4;
+  int passes = 4;  // synthetic compute: passes over a layer's weights in forward (2x backward)
+  std::vector<int> stages = {0, 1, 2, 3};
+};
+
+#define ZCHECK(call)                                                                     \
+  do {                                                                                   \
+    if ((call) != ZRT_SUCCESS) {                                                         \
+      std::fprintf(stderr, "zrt-bench zero: %s: %s\n", #call, zrt_last_error_message()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
+  } while (0)
+
+// Compute that stands in for a layer's matrix products: `passes` multiply-adds per weight.
+float synthetic_compute(const float *w, size_t n, int passes) {
+  float acc[16] = {0};
+  for (int p = 0; p < passes; ++p)
+    for (size_t i = 0; i < n; ++i)
+      acc[i % 16] += w[i] * 1.0001f;
+  float s = 0;
+  for (float a : acc)
+    s += a;
+  return s;
+}
+
+double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap) {
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_OVERLAP;
+  p.stage = stage;
+  p.overlap = overlap;
+  zrt_engine_h e = nullptr;
+  ZCHECK(zrt_engine_create(ctx, &p, &e));
+  const int64_t w_shape[2] = {opt.width, opt.width}, b_shape[1] = {opt.width};
+  std::vector<zrt_param_h> W(static_cast<size_t>(opt.layers)), B(static_cast<size_t>(opt.layers));
+  for (int l = 0; l < opt.layers; ++l) {
+    ZCHECK(zrt_param_register(e, fmt::format("layer{}.weight", l).c_str(), ZRT_DTYPE_FP32, 2,
+                              w_shape, &W[static_cast<size_t>(l)]));
+    ZCHECK(zrt_param_register(e, fmt::format("layer{}.bias", l).c_str(), ZRT_DTYPE_FP32, 1, b_shape,
+                              &B[static_cast<size_t>(l)]));
+  }
+  ZCHECK(zrt_engine_commit(e));
+  std::vector<float> init(static_cast<size_t>(opt.width) * static_cast<size_t>(opt.width), 0.01f);
+  for (int l = 0; l < opt.layers; ++l) {
+    ZCHECK(zrt_param_set(e, W[static_cast<size_t>(l)], init.data(), ZRT_DTYPE_FP32));
+    ZCHECK(zrt_param_set(e, B[static_cast<size_t>(l)], init.data(), ZRT_DTYPE_FP32));
+  }
+  volatile float sink = 0;
+  auto iteration = [&] {
+    for (int l = 0; l < opt.layers; ++l) {  // forward
+      zrt_param_h h = W[static_cast<size_t>(l)];
+      ZCHECK(zrt_param_gather(e, h));
+      void *data = nullptr;
+      ZCHECK(zrt_param_data(e, h, &data));
+      sink = sink + synthetic_compute(static_cast<float *>(data), init.size(), opt.passes);
+      ZCHECK(zrt_param_release(e, h));
+    }
+    for (int l = opt.layers - 1; l >= 0; --l) {  // backward
+      for (zrt_param_h h : {W[static_cast<size_t>(l)], B[static_cast<size_t>(l)]}) {
+        ZCHECK(zrt_param_gather(e, h));
+        void *data = nullptr, *grad = nullptr;
+        ZCHECK(zrt_param_data(e, h, &data));
+        size_t n = h == W[static_cast<size_t>(l)] ? init.size() : static_cast<size_t>(opt.width);
+        sink = sink + synthetic_compute(static_cast<float *>(data), n, 2 * opt.passes);
+        ZCHECK(zrt_grad_data(e, h, &grad));
+        float *g = static_cast<float *>(grad);
+        for (size_t i = 0; i < n; ++i)
+          g[i] += 1e-3f;
+        ZCHECK(zrt_grad_ready(e, h));
+        ZCHECK(zrt_param_release(e, h));
+      }
+    }
+    ZCHECK(zrt_engine_step(e, nullptr));
+  };
+  iteration();  // warm-up
+  std::vector<double> times;
+  for (int s = 0; s < opt.steps; ++s) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    iteration();
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    times.push_back(dt);
+  }
+  ZCHECK(zrt_engine_destroy(e));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int run_zero(const ZeroOptions &opt) {
+  zrt_context_h ctx = nullptr;
+  ZCHECK(zrt_init(MPI_COMM_WORLD, nullptr, &ctx));
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const double params = static_cast<double>(opt.layers) * opt.width * (opt.width + 1);
+  if (rank == 0 && !opt.json)
+    fmt::print(
+        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW; "
+        "median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}\n",
+        opt.layers, opt.width, opt.width, params / 1e6, n, opt.steps, "stage", "overlap", "seconds",
+        "vs stage 0");
+  for (bool overlap : {true, false}) {
+    double base = 0;
+    for (int stage : opt.stages) {
+      double t = run_case(ctx, opt, stage, overlap);
+      if (stage == 0) base = t;
+      double ratio = base > 0 ? t / base : 0;
+      if (rank != 0) continue;
+      if (opt.json) {
+        nlohmann::json j{{"bench", "zero"},
+                         {"case", fmt::format("stage{}_{}", stage, overlap ? "overlap" : "sync")},
+                         {"np", n},
+                         {"stage", stage},
+                         {"overlap", overlap},
+                         {"params", params},
+                         {"seconds", t}};
+        if (base > 0) j["ratio_vs_stage0"] = ratio;
+        fmt::print("{}\n", j.dump());
+      } else {
+        fmt::print("{:>6} {:>8} {:>10.4f} {:>11.3f}x\n", stage, overlap ? "on" : "off", t, ratio);
+      }
+      std::fflush(stdout);
+    }
+  }
+  zrt_finalize(ctx);
+  return 0;
+}
+
+}  // namespace
+
+void add_zero_bench(CLI::App &app) {
+  auto opt = std::make_shared<ZeroOptions>();
+  CLI::App *sub = app.add_subcommand("zero", "step time of ZeRO stages 1-3 against stage 0");
+  sub->add_flag("--json", opt->json, "one JSON object per line");
+  sub->add_option("--layers", opt->layers, "layers of the synthetic model")->capture_default_str();
+  sub->add_option("--width", opt->width, "each layer is width x width")->capture_default_str();
+  sub->add_option("--steps", opt->steps, "timed steps per case")->capture_default_str();
+  sub->add_option("--passes", opt->passes, "synthetic compute per weight")->capture_default_str();
+  sub->add_option("--stages", opt->stages, "stages to run (0 first, for the ratio)")
+      ->delimiter(',');
+  sub->callback([opt] {
+    int rc = run_zero(*opt);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}

@@ -1,0 +1,214 @@
+// The C entry points of zerort/engine.h.
+#include "optim/engine.hpp"
+#include "optim/engine_part.hpp"
+#include "runtime/agree.hpp"
+#include "zerort/engine.h"
+
+using namespace zrt;
+
+namespace {
+
+Engine &engine_from(zrt_engine_h h) {
+  return engine_table().get(handle_value(h), "engine");
+}
+
+// The engine's index of a parameter handle, checked to belong to this engine.
+int param_index(Engine &engine, zrt_param_h h) {
+  const ParamRef &ref = param_table().get(handle_value(h), "param");
+  if (ref.engine != &engine) fail(ZRT_ERR_INVALID_HANDLE, "param belongs to another engine");
+  return ref.index;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_params_t *params,
+                                       zrt_engine_h *engine_p) {
+  return abi_call("zrt_engine_create", [&] {
+    Context &c = context_from(context);
+    require_nonnull(engine_p, "engine_p");
+    EngineSettings settings;
+    // Settings are checked on every rank before any collective, and agreed.
+    run_agreed(c.comm(), [&] { settings = EngineSettings::resolve(c, params); });
+    std::unique_ptr<Engine> engine;
+    run_agreed(c.comm(), [&] { engine = std::make_unique<Engine>(c, settings); });
+    uintptr_t h = engine_table().insert(std::move(engine));
+    c.part<EnginePart>().adopt(h);
+    *engine_p = to_handle<zrt_engine_h>(h);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine) {
+  return abi_call("zrt_engine_destroy", [&] {
+    engine_from(engine);
+    destroy_engine(handle_value(engine));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
+                                        int ndim, const int64_t *shape, zrt_param_h *param_p) {
+  return abi_call("zrt_param_register", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(param_p, "param_p");
+    int index = e.register_param(name, dtype, ndim, shape);
+    uintptr_t h = param_table().insert(std::make_unique<ParamRef>(ParamRef{&e, index}));
+    e.param_handles.push_back(h);
+    *param_p = to_handle<zrt_param_h>(h);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
+                                    zrt_param_info_t *info_p) {
+  return abi_call("zrt_param_info", [&] {
+    Engine &e = engine_from(engine);
+    const ParamInfo &p = e.param(param_index(e, param));
+    require_nonnull(info_p, "info_p");
+    zrt_param_info_t info{};
+    info.name = p.name.c_str();
+    info.dtype = e.settings().dtype;
+    info.ndim = static_cast<int>(p.shape.size());
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      info.shape[d] = p.shape[d];
+    info.numel = static_cast<int64_t>(p.numel);
+    *info_p = info;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_param_count(zrt_engine_h engine, int *count_p) {
+  return abi_call("zrt_engine_param_count", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(count_p, "count_p");
+    *count_p = e.param_count();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_param_at(zrt_engine_h engine, int index, zrt_param_h *param_p) {
+  return abi_call("zrt_engine_param_at", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(param_p, "param_p");
+    if (index < 0 || index >= e.param_count())
+      fail(ZRT_ERR_INVALID_ARGUMENT, "index is {}: accepted values are 0 .. {}", index,
+           e.param_count() - 1);
+    *param_p = to_handle<zrt_param_h>(e.param_handles[static_cast<size_t>(index)]);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_commit(zrt_engine_h engine) {
+  return abi_call("zrt_engine_commit", [&] {
+    engine_from(engine).commit();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_set(zrt_engine_h engine, zrt_param_h param, const void *values,
+                                   zrt_dtype_t dtype) {
+  return abi_call("zrt_param_set", [&] {
+    Engine &e = engine_from(engine);
+    e.set_param(param_index(e, param), values, dtype);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_get(zrt_engine_h engine, zrt_param_h param, void *values,
+                                   zrt_dtype_t dtype) {
+  return abi_call("zrt_param_get", [&] {
+    Engine &e = engine_from(engine);
+    e.get_param(param_index(e, param), values, dtype);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void **data_p) {
+  return abi_call("zrt_param_data", [&] {
+    Engine &e = engine_from(engine);
+    int index = param_index(e, param);
+    require_nonnull(data_p, "data_p");
+    *data_p = e.param_data(index);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p) {
+  return abi_call("zrt_grad_data", [&] {
+    Engine &e = engine_from(engine);
+    int index = param_index(e, param);
+    require_nonnull(data_p, "data_p");
+    *data_p = e.grad_data(index);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param) {
+  return abi_call("zrt_grad_ready", [&] {
+    Engine &e = engine_from(engine);
+    e.grad_ready(param_index(e, param));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p) {
+  return abi_call("zrt_engine_step", [&] {
+    zrt_step_report_t r = engine_from(engine).step();
+    if (report_p != nullptr) *report_p = r;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h param,
+                                                double weight_decay) {
+  return abi_call("zrt_param_set_weight_decay", [&] {
+    Engine &e = engine_from(engine);
+    e.set_weight_decay(param_index(e, param), weight_decay);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr) {
+  return abi_call("zrt_engine_set_lr", [&] {
+    engine_from(engine).set_lr(lr);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p) {
+  return abi_call("zrt_engine_loss_scale", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(scale_p, "scale_p");
+    *scale_p = e.loss_scale();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param) {
+  return abi_call("zrt_param_gather", [&] {
+    Engine &e = engine_from(engine);
+    e.gather(param_index(e, param));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_param_release(zrt_engine_h engine, zrt_param_h param) {
+  return abi_call("zrt_param_release", [&] {
+    Engine &e = engine_from(engine);
+    e.release(param_index(e, param));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t *report_p) {
+  return abi_call("zrt_engine_memory", [&] {
+    Engine &e = engine_from(engine);
+    require_nonnull(report_p, "report_p");
+    *report_p = e.memory();
+    return ZRT_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+#include "optim/engine_part.hpp"
+
+#include "comm/dtype.hpp"
+#include "optim/engine.hpp"
+
+namespace zrt {
+
+namespace {
+const bool registered = register_context_part(
+    30, [](Context &context) { return std::make_unique<EnginePart>(context); });
+}  // namespace
+
+HandleTable<Engine> &engine_table() {
+  static HandleTable<Engine> table("engine");
+  return table;
+}
+
+HandleTable<ParamRef> &param_table() {
+  static HandleTable<ParamRef> table("parameter");
+  return table;
+}
+
+void destroy_engine(uintptr_t handle) {
+  Engine &e = engine_table().get(handle, "engine");
+  for (uintptr_t p : e.param_handles)
+    param_table().remove(p, "parameter");
+  e.param_handles.clear();
+  e.context().part<EnginePart>().forget(handle);
+  engine_table().remove(handle, "engine");
+}
+
+EnginePart::EnginePart(Context &context) {
+  kernels_ = &select_kernels(context.config().get_string("kernels.isa").c_str());
+  const Topology &topo = context.topology();
+  threads_ =
+      std::make_unique<ThreadPool>(static_cast<int>(context.config().get_int("kernels.threads")),
+                                   topo.hwloc(), topo.bound_set());
+}
+
+EnginePart::~EnginePart() {
+  (void)registered;
+  std::set<uintptr_t> left = engines_;
+  for (uintptr_t e : left)
+    destroy_engine(e);
+}
+
+void EnginePart::describe(nlohmann::json &out) const {
+  nlohmann::json engines = nlohmann::json::array();
+  for (uintptr_t h : engines_) {
+    const Engine &e = engine_table().get(h, "engine");
+    const EngineSettings &s = e.settings();
+    engines.push_back({{"stage", s.stage},
+                       {"dtype", dtype_name(s.dtype)},
+                       {"parameters", e.param_count()},
+                       {"committed", e.committed()}});
+  }
+  out["engines"] = engines;
+  out["optimizer_kernels"] = {{"isa", kernels_->isa}, {"threads", threads_->size()}};
+}
+
+}  // namespace zrt

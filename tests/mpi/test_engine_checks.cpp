@@ -1,0 +1,345 @@
+// The engine's memory report against the ZeRO paper, loss scaling with an injected
+// overflow, thousands of tiny tensors, DeepSpeed configuration files, and bad input.
+#include <unistd.h>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "mpi_fixture.hpp"
+
+namespace {
+
+#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
+
+bool mentions(const std::string &what) {
+  bool ok = test::last_error().find(what) != std::string::npos;
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  return ok;
+}
+
+zrt_engine_params_t basic(int stage, zrt_dtype_t dtype) {
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE;
+  p.stage = stage;
+  p.compute_dtype = dtype;
+  return p;
+}
+
+struct Engine {
+  zrt_engine_h e = nullptr;
+  std::vector<zrt_param_h> params;
+  ~Engine() {
+    if (e) zrt_engine_destroy(e);
+  }
+};
+
+}  // namespace
+
+TEST(EngineMemory, ReportMatchesTheZeroFormulasPlusBuckets) {
+  const double n = test::size();
+  // About 1.2M parameters in tensors of awkward sizes: padding stays far below 2%.
+  std::vector<int64_t> sizes = {393216 + 7, 1536 + 1, 589824 - 3, 768, 196608 + 11, 33};
+  for (zrt_dtype_t dt : {ZRT_DTYPE_FP32, ZRT_DTYPE_BF16}) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      SCOPED_TRACE(fmt::format("stage {} {}", stage, dt == ZRT_DTYPE_FP32 ? "fp32" : "bf16"));
+      zrt_engine_params_t p = basic(stage, dt);
+      p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES;
+      p.reduce_bucket_bytes = 1 << 20;
+      Engine e;
+      CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        zrt_param_h h;
+        CHECK_OK(zrt_param_register(e.e, fmt::format("t{}", i).c_str(), dt, 1, &sizes[i], &h));
+      }
+      CHECK_OK(zrt_engine_commit(e.e));
+      zrt_memory_report_t m{};
+      CHECK_OK(zrt_engine_memory(e.e, &m));
+      const double P = static_cast<double>(m.parameter_count);
+      EXPECT_EQ(m.parameter_count, std::accumulate(sizes.begin(), sizes.end(), int64_t{0}));
+      double formula = 0;
+      if (dt == ZRT_DTYPE_BF16) {
+        const double f[] = {16 * P, 4 * P + 12 * P / n, 2 * P + 14 * P / n, 16 * P / n};
+        formula = f[stage];
+      } else {
+        const double f[] = {16 * P, 8 * P + 8 * P / n, 4 * P + 12 * P / n, 16 * P / n};
+        formula = f[stage];
+      }
+      const double model_state = static_cast<double>(m.total - m.buckets);
+      EXPECT_NEAR(model_state, formula, 0.02 * formula)
+          << "model state " << model_state << " bytes, formula " << formula;
+      EXPECT_EQ(m.total,
+                m.parameters + m.gradients + m.master_weights + m.optimizer_state + m.buckets);
+      if (stage >= 2) {
+        EXPECT_GT(m.buckets, 0);
+      }
+      if (dt == ZRT_DTYPE_FP32) {
+        EXPECT_EQ(m.master_weights, 0);
+      }
+    }
+  }
+}
+
+TEST(EngineLossScale, OverflowOnOneRankSkipsTheStepEverywhereAndTheScaleRecovers) {
+  zrt_engine_params_t p = basic(2, ZRT_DTYPE_FP16);
+  p.field_mask |= ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER | ZRT_ENGINE_PARAM_FIELD_HYSTERESIS |
+                  ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW | ZRT_ENGINE_PARAM_FIELD_LR;
+  p.initial_scale_power = 8;
+  p.hysteresis = 1;
+  p.loss_scale_window = 2;
+  p.lr = 0.01;
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape = 100;
+  zrt_param_h h;
+  CHECK_OK(zrt_param_register(e.e, "w", ZRT_DTYPE_FP16, 1, &shape, &h));
+  CHECK_OK(zrt_engine_commit(e.e));
+  std::vector<float> init(100, 0.5f), before(100), after(100);
+  CHECK_OK(zrt_param_set(e.e, h, init.data(), ZRT_DTYPE_FP32));
+
+  auto micro_step = [&](bool inject, zrt_step_report_t *r) {
+    double scale = 0;
+    ASSERT_EQ(zrt_engine_loss_scale(e.e, &scale), ZRT_SUCCESS);
+    void *g = nullptr;
+    ASSERT_EQ(zrt_grad_data(e.e, h, &g), ZRT_SUCCESS);
+    auto *g16 = static_cast<uint16_t *>(g);
+    for (int i = 0; i < 100; ++i)
+      g16[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(0.01 * scale));
+    if (inject) g16[42] = 0x7c00;  // +Inf in fp16
+    ASSERT_EQ(zrt_grad_ready(e.e, h), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_engine_step(e.e, r), ZRT_SUCCESS) << test::last_error();
+  };
+
+  zrt_step_report_t r{};
+  micro_step(false, &r);
+  EXPECT_TRUE(r.applied);
+  EXPECT_EQ(r.loss_scale, 256);
+  CHECK_OK(zrt_param_get(e.e, h, before.data(), ZRT_DTYPE_FP32));
+  micro_step(test::rank() == test::size() - 1, &r);  // only the last rank overflows
+  EXPECT_TRUE(r.skipped);
+  EXPECT_FALSE(r.applied);
+  EXPECT_EQ(r.loss_scale, 128);  // halved on every rank
+  EXPECT_EQ(r.step, 1);
+  CHECK_OK(zrt_param_get(e.e, h, after.data(), ZRT_DTYPE_FP32));
+  EXPECT_EQ(before, after) << "a skipped step must not touch the parameters";
+  micro_step(false, &r);
+  EXPECT_TRUE(r.applied);
+  EXPECT_EQ(r.loss_scale, 128);
+  micro_step(false, &r);
+  EXPECT_EQ(r.loss_scale, 256) << "the scale grows back after the window";
+  EXPECT_EQ(r.step, 3);
+  // The unscaled norm is what the program computed: 0.01 per element.
+  EXPECT_NEAR(r.grad_norm, 0.01 * std::sqrt(100.0), 1e-4);
+}
+
+TEST(EngineShapes, ThousandsOfTinyTensorsAnyReadyOrderAndSgd) {
+  // 2000 tensors of 1..5 elements, plus a one-element one; gradients are a known function,
+  // so the SGD result is known exactly.
+  for (int stage : {0, 1, 2, 3}) {
+    SCOPED_TRACE(fmt::format("stage {}", stage));
+    zrt_engine_params_t p = basic(stage, ZRT_DTYPE_FP32);
+    p.field_mask |= ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
+                    ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES;
+    p.optimizer = ZRT_OPTIMIZER_SGD;
+    p.lr = 0.5;
+    p.reduce_bucket_bytes = 1000;
+    Engine e;
+    CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+    const int count = 2001;
+    std::vector<int64_t> sizes(count);
+    for (int i = 0; i < count; ++i) {
+      sizes[static_cast<size_t>(i)] = i == count - 1 ? 1 : 1 + i % 5;
+      zrt_param_h h;
+      CHECK_OK(zrt_param_register(e.e, fmt::format("tiny.{}", i).c_str(), ZRT_DTYPE_FP32, 1,
+                                  &sizes[static_cast<size_t>(i)], &h));
+      e.params.push_back(h);
+    }
+    CHECK_OK(zrt_engine_commit(e.e));
+    std::vector<int> order(count);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937 rng(static_cast<unsigned>(test::rank() * 7 + stage));
+    std::shuffle(order.begin(), order.end(), rng);  // a different order on every rank
+    // Gathers are collective: the same order everywhere. Gradients: any order.
+    for (zrt_param_h h : e.params)
+      CHECK_OK(zrt_param_gather(e.e, h));
+    for (int t : order) {
+      zrt_param_h h = e.params[static_cast<size_t>(t)];
+      void *g = nullptr;
+      CHECK_OK(zrt_grad_data(e.e, h, &g));
+      for (int64_t k = 0; k < sizes[static_cast<size_t>(t)]; ++k)
+        static_cast<float *>(g)[k] +=
+            static_cast<float>(test::rank() + 1) * 0.25f * static_cast<float>(k + 1);
+      CHECK_OK(zrt_grad_ready(e.e, h));
+    }
+    for (zrt_param_h h : e.params)
+      CHECK_OK(zrt_param_release(e.e, h));
+    CHECK_OK(zrt_engine_step(e.e, nullptr));
+    // Mean over ranks of (r + 1) * 0.25 * (k + 1), times lr 0.5, from zero weights.
+    const double mean = (test::size() + 1) / 2.0;
+    int bad = 0;
+    for (int t = 0; t < count; ++t) {
+      std::vector<float> w(static_cast<size_t>(sizes[static_cast<size_t>(t)]));
+      CHECK_OK(zrt_param_get(e.e, e.params[static_cast<size_t>(t)], w.data(), ZRT_DTYPE_FP32));
+      for (size_t k = 0; k < w.size(); ++k)
+        if (std::fabs(w[k] + 0.5 * mean * 0.25 * static_cast<double>(k + 1)) > 1e-6) ++bad;
+    }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+TEST(EngineConfig, DeepSpeedConfigFileWorksAsItIs) {
+  std::string path =
+      ::testing::TempDir() + fmt::format("ds_config_{}_{}.json", getpid(), test::rank());
+  std::ofstream(path) << R"({
+    "train_batch_size": 32,
+    "steps_per_print": 10,
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.0003, "betas": [0.8, 0.99], "eps": 1e-6,
+                                              "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 100}},
+    "bf16": {"enabled": true},
+    "gradient_clipping": 1.0,
+    "gradient_accumulation_steps": 2,
+    "zero_optimization": {"stage": 3, "reduce_bucket_size": 5e5, "overlap_comm": true,
+                          "contiguous_gradients": true}
+  })";
+  zrt_init_params_t ip = {};
+  ip.field_mask = ZRT_INIT_PARAM_FIELD_CONFIG_FILE;
+  ip.config_file = path.c_str();
+  zrt_context_h ctx = nullptr;
+  CHECK_OK(zrt_init(MPI_COMM_WORLD, &ip, &ctx));
+  zrt_engine_h e = nullptr;
+  CHECK_OK(zrt_engine_create(ctx, nullptr, &e));
+  size_t n = 0;
+  zrt_context_describe(ctx, nullptr, 0, &n);
+  std::string d(n + 1, '\0');
+  zrt_context_describe(ctx, d.data(), d.size(), &n);
+  EXPECT_NE(d.find("\"stage\":3"), std::string::npos) << d.substr(0, 400);
+  EXPECT_NE(d.find("\"dtype\":\"bf16\""), std::string::npos);
+  // A bf16 parameter is what this engine takes; fp32 is refused by name.
+  int64_t shape = 3;
+  zrt_param_h h;
+  EXPECT_EQ(zrt_param_register(e, "x", ZRT_DTYPE_FP32, 1, &shape, &h), ZRT_ERR_NOT_SUPPORTED);
+  mentions("computes in bf16");
+  CHECK_OK(zrt_engine_destroy(e));
+  CHECK_OK(zrt_finalize(ctx));
+
+  // A key DeepSpeed does not have is an error that names it.
+  std::ofstream(path) << R"({"zero_optimization": {"stgae": 2}})";
+  EXPECT_EQ(zrt_init(MPI_COMM_WORLD, &ip, &ctx), ZRT_ERR_CONFIG);
+  mentions("unknown key 'zero_optimization.stgae'");
+  mentions("zero_optimization.stage");
+  std::ofstream(path) << R"({"optimizer": {"params": {"betas": [0.9]}}})";
+  EXPECT_EQ(zrt_init(MPI_COMM_WORLD, &ip, &ctx), ZRT_ERR_CONFIG);
+  mentions("optimizer.params.betas");
+}
+
+TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
+  zrt_engine_h e = nullptr;
+  zrt_engine_params_t p = basic(5, ZRT_DTYPE_FP32);
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("params->stage is 5");
+  p = basic(2, ZRT_DTYPE_FP64);
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_NOT_SUPPORTED);
+  mentions("fp64 is not supported");
+  p = basic(0, ZRT_DTYPE_FP32);
+  p.field_mask |= ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER;
+  p.offload_optimizer = 1;
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_NOT_SUPPORTED);
+  mentions("stage 1, 2 or 3");
+  EXPECT_EQ(e, nullptr);
+
+  p = basic(2, ZRT_DTYPE_FP32);
+  Engine g;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &g.e));
+  int64_t shape[2] = {3, 5}, bad_shape[2] = {3, 0};
+  zrt_param_h a = nullptr, b = nullptr;
+  EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, bad_shape, &a),
+            ZRT_ERR_INVALID_ARGUMENT);
+  mentions("shape[1] is 0");
+  EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 0, shape, &a), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_param_register(g.e, nullptr, ZRT_DTYPE_FP32, 2, shape, &a),
+            ZRT_ERR_INVALID_ARGUMENT);
+  CHECK_OK(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, shape, &a));
+  EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, shape, &b), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("'a' is already registered");
+  void *ptr = nullptr;
+  EXPECT_EQ(zrt_grad_data(g.e, a, &ptr), ZRT_ERR_INVALID_STATE);
+  mentions("zrt_engine_commit");
+  CHECK_OK(zrt_param_register(g.e, "b", ZRT_DTYPE_FP32, 1, shape, &b));
+  CHECK_OK(zrt_engine_commit(g.e));
+  EXPECT_EQ(zrt_param_register(g.e, "c", ZRT_DTYPE_FP32, 1, shape, &b), ZRT_ERR_INVALID_STATE);
+  mentions("cannot register 'c': the engine is committed");
+  EXPECT_EQ(zrt_engine_commit(g.e), ZRT_ERR_INVALID_STATE);
+  EXPECT_EQ(zrt_param_set(g.e, a, nullptr, ZRT_DTYPE_FP32), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("values is NULL");
+  EXPECT_EQ(zrt_grad_data(g.e, a, nullptr), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_param_data(g.e, nullptr, &ptr), ZRT_ERR_INVALID_HANDLE);
+
+  CHECK_OK(zrt_grad_data(g.e, a, &ptr));
+  CHECK_OK(zrt_grad_ready(g.e, a));
+  EXPECT_EQ(zrt_grad_ready(g.e, a), ZRT_ERR_INVALID_STATE);
+  mentions("called twice for 'a'");
+  // 'b' is not ready on the last rank only: every rank fails, naming it, and none hangs.
+  if (test::rank() != test::size() - 1) {
+    CHECK_OK(zrt_grad_data(g.e, b, &ptr));
+    CHECK_OK(zrt_grad_ready(g.e, b));
+  }
+  EXPECT_EQ(zrt_engine_step(g.e, nullptr), ZRT_ERR_INVALID_STATE);
+  mentions(fmt::format("rank {}: the gradient of 'b' was not made ready", test::size() - 1));
+  // The engine is still in step: a complete micro-step works.
+  for (zrt_param_h h : {a, b}) {
+    CHECK_OK(zrt_grad_data(g.e, h, &ptr));
+    CHECK_OK(zrt_grad_ready(g.e, h));
+  }
+  zrt_step_report_t r{};
+  CHECK_OK(zrt_engine_step(g.e, &r));
+  EXPECT_TRUE(r.applied);
+
+  // A handle of another engine is refused.
+  Engine other;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &other.e));
+  EXPECT_EQ(zrt_grad_ready(other.e, a), ZRT_ERR_INVALID_HANDLE);
+  mentions("another engine");
+}
+
+TEST(EngineErrors, RegistrationsThatDifferAcrossRanksAreCaughtAtCommit) {
+  if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
+  zrt_engine_params_t p = basic(2, ZRT_DTYPE_FP32);
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape = test::rank() == 1 ? 11 : 10;
+  zrt_param_h a, b;
+  int64_t one = 1;
+  CHECK_OK(zrt_param_register(e.e, "same", ZRT_DTYPE_FP32, 1, &one, &a));
+  CHECK_OK(zrt_param_register(e.e, "layer.weight", ZRT_DTYPE_FP32, 1, &shape, &b));
+  EXPECT_EQ(zrt_engine_commit(e.e), ZRT_ERR_MISMATCH);
+  mentions("rank 1: parameter #1 ('layer.weight') differs from rank 0's");
+}
+
+TEST(EngineErrors, Stage3NeedsGatherBeforeUse) {
+  zrt_engine_params_t p = basic(3, ZRT_DTYPE_FP32);
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape = 40;
+  zrt_param_h h;
+  CHECK_OK(zrt_param_register(e.e, "w", ZRT_DTYPE_FP32, 1, &shape, &h));
+  CHECK_OK(zrt_engine_commit(e.e));
+  void *ptr = nullptr;
+  EXPECT_EQ(zrt_param_data(e.e, h, &ptr), ZRT_ERR_INVALID_STATE);
+  mentions("'w' is not gathered");
+  EXPECT_EQ(zrt_param_release(e.e, h), ZRT_ERR_INVALID_STATE);
+  std::vector<float> v(40);
+  std::iota(v.begin(), v.end(), 1.0f);
+  CHECK_OK(zrt_param_set(e.e, h, v.data(), ZRT_DTYPE_FP32));
+  CHECK_OK(zrt_param_gather(e.e, h));
+  CHECK_OK(zrt_param_data(e.e, h, &ptr));
+  EXPECT_EQ(std::memcmp(ptr, v.data(), 40 * 4), 0) << "gathered values are the full tensor";
+  CHECK_OK(zrt_param_release(e.e, h));
+}

@@ -1,0 +1,211 @@
+// The optimizer kernels of every ISA this CPU has, against double-precision references,
+// against each other, and against themselves cut at different places.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "comm/dtype.hpp"
+#include "optim/kernels/kernels.hpp"
+#include "runtime/error.hpp"
+
+using namespace zrt;
+
+namespace {
+
+std::vector<const KernelTable *> available() {
+  std::vector<const KernelTable *> t{&scalar_kernels()};
+  if (cpu_has_avx2()) t.push_back(&avx2_kernels());
+  if (cpu_has_avx512()) t.push_back(&avx512_kernels());
+  return t;
+}
+
+struct State {
+  std::vector<float> w, m, v, g;
+  explicit State(size_t n, unsigned seed) : w(n), m(n), v(n), g(n) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-1, 1);
+    for (size_t i = 0; i < n; ++i) {
+      w[i] = d(rng);
+      m[i] = 0.1f * d(rng);
+      v[i] = 0.01f * std::fabs(d(rng));
+      g[i] = d(rng);
+    }
+  }
+  OptimRange range(size_t begin, size_t count) {
+    OptimRange r;
+    r.weights = w.data() + begin;
+    r.m = m.data() + begin;
+    r.v = v.data() + begin;
+    r.grads = g.data() + begin;
+    r.count = count;
+    return r;
+  }
+};
+
+AdamStep adamw_step(int t, double lr, double wd) {
+  AdamStep s;
+  double bc1 = 1 - std::pow(0.9, t), bc2 = 1 - std::pow(0.999, t);
+  s.step_size = static_cast<float>(-lr / bc1);
+  s.inv_bc1 = static_cast<float>(1 / bc1);
+  s.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
+  s.decay = static_cast<float>(-lr * wd);
+  s.grad_scale = 0.5f;
+  return s;
+}
+
+}  // namespace
+
+TEST(Kernels, AdamWMatchesADoubleReference) {
+  const size_t n = 1037;
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    State s(n, 1), ref(n, 1);
+    AdamStep st = adamw_step(3, 1e-2, 0.1);
+    k->adam(st, s.range(0, n));
+    for (size_t i = 0; i < n; ++i) {
+      double g = ref.g[i] * 0.5, m = 0.9 * ref.m[i] + 0.1 * g, v = 0.999 * ref.v[i] + 0.001 * g * g;
+      double bc1 = 1 - std::pow(0.9, 3), bc2 = 1 - std::pow(0.999, 3);
+      double update = 1e-2 / bc1 * m / (std::sqrt(v) / std::sqrt(bc2) + 1e-8);
+      double w = ref.w[i] * (1 - 1e-2 * 0.1) - update;
+      // fp32 rounds each term: bound by the terms' magnitudes, not the (cancelling) result.
+      double m_terms = std::fabs(0.9 * ref.m[i]) + std::fabs(0.1 * g);
+      ASSERT_NEAR(s.m[i], m, 1e-6 * m_terms) << i;
+      ASSERT_NEAR(s.v[i], v, 1e-6 * v + 1e-12) << i;
+      // The update inherits m's relative error.
+      double update_error = std::fabs(update) * 1e-6 * m_terms / (std::fabs(m) + 1e-30);
+      ASSERT_NEAR(s.w[i], w, 1e-6 * (std::fabs(ref.w[i]) + std::fabs(update)) + update_error) << i;
+    }
+  }
+}
+
+TEST(Kernels, ResultsDoNotDependOnWhereARangeIsCut) {
+  const size_t n = 1000;
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    State whole(n, 2), pieces(n, 2);
+    AdamStep st = adamw_step(1, 1e-3, 0.01);
+    k->adam(st, whole.range(0, n));
+    size_t cuts[] = {0, 3, 20, 21, 500, 997, n};
+    for (size_t c = 0; c + 1 < std::size(cuts); ++c)
+      k->adam(st, pieces.range(cuts[c], cuts[c + 1] - cuts[c]));
+    EXPECT_EQ(std::memcmp(whole.w.data(), pieces.w.data(), n * 4), 0);
+    EXPECT_EQ(std::memcmp(whole.v.data(), pieces.v.data(), n * 4), 0);
+  }
+}
+
+TEST(Kernels, HalfPrecisionGradientsAndWeightCopies) {
+  const size_t n = 333;
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    for (zrt_dtype_t dt : {ZRT_DTYPE_BF16, ZRT_DTYPE_FP16}) {
+      State s(n, 3), ref(n, 3);
+      std::vector<uint16_t> g16(n), copy(n);
+      for (size_t i = 0; i < n; ++i) {
+        g16[i] = dt == ZRT_DTYPE_BF16 ? float_to_bf16(s.g[i]) : float_to_fp16(s.g[i]);
+        ref.g[i] = dt == ZRT_DTYPE_BF16 ? bf16_to_float(g16[i]) : fp16_to_float(g16[i]);
+      }
+      OptimRange r = s.range(0, n);
+      r.grads = g16.data();
+      r.grad_dtype = dt;
+      r.copy = copy.data();
+      r.copy_dtype = dt;
+      AdamStep st = adamw_step(2, 1e-3, 0);
+      k->adam(st, r);
+      k->adam(st, ref.range(0, n));  // fp32 gradients holding the same values
+      EXPECT_EQ(std::memcmp(s.w.data(), ref.w.data(), n * 4), 0);
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t want = dt == ZRT_DTYPE_BF16 ? float_to_bf16(s.w[i]) : float_to_fp16(s.w[i]);
+        ASSERT_EQ(copy[i], want) << i;
+      }
+    }
+  }
+}
+
+TEST(Kernels, SgdMomentumAndNesterov) {
+  const size_t n = 77;
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    for (bool nesterov : {false, true}) {
+      State s(n, 4), ref(n, 4);
+      SgdStep st;
+      st.lr = 0.1f;
+      st.momentum = 0.9f;
+      st.weight_decay = 0.01f;
+      st.nesterov = nesterov;
+      k->sgd(st, s.range(0, n));
+      for (size_t i = 0; i < n; ++i) {
+        double g = ref.g[i] + 0.01 * ref.w[i];
+        double buf = 0.9 * ref.m[i] + g;
+        double step = nesterov ? g + 0.9 * buf : buf;
+        ASSERT_NEAR(s.m[i], buf, 1e-6);
+        ASSERT_NEAR(s.w[i], ref.w[i] - 0.1 * step, 1e-6);
+      }
+    }
+  }
+}
+
+TEST(Kernels, LambTrustRatioPasses) {
+  const size_t n = 500;
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    State s(n, 5), ref(n, 5);
+    AdamStep st = adamw_step(1, 1e-2, 0);
+    st.weight_decay = 0.01f;
+    double w2 = 0, u2 = 0;
+    k->lamb_moments(st, s.range(0, n), &w2, &u2);
+    double rw = 0, ru = 0;
+    std::vector<double> u(n);
+    for (size_t i = 0; i < n; ++i) {
+      double g = ref.g[i] * 0.5, m = 0.9 * ref.m[i] + 0.1 * g, v = 0.999 * ref.v[i] + 0.001 * g * g;
+      u[i] = (m / (1 - 0.9)) / (std::sqrt(v / (1 - 0.999)) + 1e-8) + 0.01 * ref.w[i];
+      rw += double(ref.w[i]) * ref.w[i];
+      ru += u[i] * u[i];
+    }
+    EXPECT_NEAR(w2, rw, 1e-5 * rw);
+    EXPECT_NEAR(u2, ru, 1e-5 * ru);
+    k->lamb_apply(st, s.range(0, n), 0.25f);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(s.w[i], ref.w[i] - 0.25 * u[i], 1e-5 * (1 + std::fabs(u[i])));
+  }
+}
+
+TEST(Kernels, NormsOverflowChecksAndConversion) {
+  std::vector<float> x(10000);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i % 7) - 3.0f;
+  double want = 0;
+  for (float v : x)
+    want += double(v) * v;
+  std::vector<uint16_t> bf(x.size()), out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    bf[i] = float_to_bf16(x[i]);
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    EXPECT_EQ(k->sum_squares(x.data(), ZRT_DTYPE_FP32, x.size()), want);
+    EXPECT_EQ(k->sum_squares(bf.data(), ZRT_DTYPE_BF16, bf.size()), want);
+    EXPECT_FALSE(k->non_finite(x.data(), ZRT_DTYPE_FP32, x.size()));
+    std::vector<float> bad = x;
+    bad[9999] = std::numeric_limits<float>::infinity();
+    EXPECT_TRUE(k->non_finite(bad.data(), ZRT_DTYPE_FP32, bad.size()));
+    bad[9999] = 0;
+    bad[4] = std::nanf("");
+    EXPECT_TRUE(k->non_finite(bad.data(), ZRT_DTYPE_FP32, bad.size()));
+    std::vector<uint16_t> hbad(bf);
+    hbad[17] = 0x7c00;  // fp16 +Inf
+    EXPECT_TRUE(k->non_finite(hbad.data(), ZRT_DTYPE_FP16, 20));
+    k->convert(x.data(), out.data(), ZRT_DTYPE_BF16, x.size());
+    EXPECT_EQ(out, bf);
+  }
+}
+
+TEST(Kernels, SelectionHonoursTheRequestAndRefusesMissingIsas) {
+  EXPECT_STREQ(select_kernels("scalar").isa, "scalar");
+  EXPECT_STRNE(select_kernels("auto").isa, "");
+  if (!cpu_has_avx512()) {
+    EXPECT_THROW(select_kernels("avx512"), Error);
+  }
+  EXPECT_THROW(select_kernels("sse9"), Error);
+}
