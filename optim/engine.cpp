@@ -782,7 +782,8 @@ std::vector<Engine::Piece> Engine::param_pieces() const {
       const ParamInfo &info = params_info_[static_cast<size_t>(p)];
       size_t from = std::max(info.offset, o.flat),
              to = std::min(info.offset + info.numel, o.flat + o.count);
-      if (from < to) pieces.push_back({p, o.owner, sub_range(r, from - o.flat, to - from)});
+      if (from < to)
+        pieces.push_back({p, o.owner, from - info.offset, sub_range(r, from - o.flat, to - from)});
     }
   }
   return pieces;
@@ -1095,6 +1096,42 @@ void Engine::release(int index) {
   flag = 0;
   --gathered_refs_[static_cast<size_t>(p.bucket)];
   evict_gathered();
+}
+
+// --- checkpoints -------------------------------------------------------------------------
+
+std::vector<Engine::StatePiece> Engine::state_pieces() const {
+  std::vector<StatePiece> out;
+  for (const Piece &p : param_pieces())
+    out.push_back(
+        {p.param, p.owner, p.param_offset, p.range.count, p.range.weights, p.range.m, p.range.v});
+  return out;
+}
+
+void Engine::require_between_steps(const char *what) const {
+  require_committed(what);
+  bool busy = micro_ != 0 || !in_flight_.empty() || prefetch_ ||
+              std::any_of(ready_.begin(), ready_.end(), [](char r) { return r != 0; });
+  if (busy)
+    fail(ZRT_ERR_INVALID_STATE,
+         "{} needs the engine between optimizer steps (a micro-step or gradient accumulation "
+         "is in progress)",
+         what);
+}
+
+void Engine::finish_load(int64_t step, const LossScaler::State &scaler) {
+  if (mixed())
+    for (const OwnedRange &o : owned_) {
+      OptimRange r = optim_range(o);
+      kernels_->convert(r.weights, r.copy, settings_.dtype, r.count);
+    }
+  if (settings_.stage == 1 || settings_.stage == 2) gather_updated_params();
+  if (settings_.stage == 3) drop_gathered();
+  grads_.zero();
+  micro_ = 0;
+  reset_micro_step();
+  step_ = step;
+  scaler_.restore(scaler);
 }
 
 // --- memory ------------------------------------------------------------------------------

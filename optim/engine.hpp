@@ -96,6 +96,31 @@ class Engine {
 
   std::vector<uintptr_t> param_handles;  // for the C API: handle of each parameter
 
+  // --- for checkpoints (optim/checkpoint/) ---
+  // A contiguous run of one parameter held by this rank: its fp32 master weights and
+  // optimizer moments, and where the run starts inside the parameter.
+  struct StatePiece {
+    int param;
+    int owner;
+    size_t param_offset;  // first element of the run within the parameter
+    size_t count;
+    float *master, *m, *v;  // m and v may be null (SGD without momentum: both)
+  };
+  std::vector<StatePiece> state_pieces() const;
+  MPI_Comm control_comm() const { return control_; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int64_t step_count() const { return step_; }
+  double lr() const { return lr_; }
+  bool has_m() const { return !m_.empty(); }
+  bool has_v() const { return !v_.empty(); }
+  const LossScaler &scaler() const { return scaler_; }
+  // Throws Error(ZRT_ERR_INVALID_STATE) unless the engine is committed and between steps.
+  void require_between_steps(const char *what) const;
+  // After the master weights and moments were overwritten: refresh the compute copies
+  // (gathering them at stages 1 and 2), clear gradients, and take the saved step and scale.
+  void finish_load(int64_t step, const LossScaler::State &scaler);  // collective
+
  private:
   struct OwnedRange {
     int bucket;
@@ -133,6 +158,7 @@ class Engine {
   // A parameter's part of an owned range.
   struct Piece {
     int param, owner;
+    size_t param_offset;  // where the piece starts inside the parameter
     OptimRange range;
   };
   OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;

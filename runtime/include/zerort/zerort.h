@@ -10,6 +10,7 @@
 #ifndef ZERORT_ZERORT_H
 #define ZERORT_ZERORT_H
 
+#include "zerort/checkpoint.h"
 #include "zerort/comm.h"
 #include "zerort/context.h"
 #include "zerort/defs.h"

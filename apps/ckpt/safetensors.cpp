@@ -1,0 +1,172 @@
+#include "safetensors.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <fstream>
+
+namespace safetensors {
+
+namespace {
+
+constexpr size_t kMaxHeader = size_t{100} << 20;  // the reference implementation's bound
+
+uint16_t to_bf16(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+}  // namespace
+
+size_t dtype_size(const std::string &d) {
+  if (d == "F64" || d == "I64" || d == "U64") return 8;
+  if (d == "F32" || d == "I32" || d == "U32") return 4;
+  if (d == "F16" || d == "BF16" || d == "I16" || d == "U16") return 2;
+  if (d == "I8" || d == "U8" || d == "BOOL" || d == "F8_E4M3" || d == "F8_E5M2") return 1;
+  return 0;
+}
+
+File parse(const uint8_t *bytes, size_t size) {
+  if (size < 8)
+    throw Error(fmt::format("file of {} bytes: too short for the 8-byte header length", size));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | bytes[i];
+  if (n > kMaxHeader) throw Error(fmt::format("header length {} exceeds the 100 MiB limit", n));
+  if (n > size - 8)
+    throw Error(fmt::format("header length {} runs past the end of the file ({} bytes)", n, size));
+  nlohmann::json header = nlohmann::json::parse(bytes + 8, bytes + 8 + n, nullptr, false);
+  if (header.is_discarded() || !header.is_object()) throw Error("the header is not a JSON object");
+  File f;
+  f.data_start = 8 + static_cast<size_t>(n);
+  const size_t data_size = size - f.data_start;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) throw Error("__metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) throw Error(fmt::format("__metadata__.{} is not a string", m.key()));
+        f.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    const nlohmann::json &e = *it;
+    Tensor t;
+    t.name = it.key();
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+        !e.contains("data_offsets"))
+      throw Error(fmt::format("tensor '{}' needs dtype, shape and data_offsets", t.name));
+    if (!e["dtype"].is_string())
+      throw Error(fmt::format("tensor '{}': dtype is not a string", t.name));
+    t.dtype = e["dtype"].get<std::string>();
+    size_t esize = dtype_size(t.dtype);
+    if (esize == 0) throw Error(fmt::format("tensor '{}': unknown dtype {}", t.name, t.dtype));
+    if (!e["shape"].is_array() || e["shape"].size() > 8)
+      throw Error(fmt::format("tensor '{}': shape must be an array of at most 8 extents", t.name));
+    size_t numel = 1;
+    for (const auto &d : e["shape"]) {
+      if (!d.is_number_unsigned())
+        throw Error(fmt::format("tensor '{}': bad extent {}", t.name, d.dump()));
+      uint64_t x = d.get<uint64_t>();
+      if (x != 0 && numel > (uint64_t{1} << 48) / x)
+        throw Error(fmt::format("tensor '{}' is too large", t.name));
+      numel *= x;
+      t.shape.push_back(static_cast<int64_t>(x));
+    }
+    const auto &o = e["data_offsets"];
+    if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())
+      throw Error(fmt::format("tensor '{}': data_offsets must be [begin, end]", t.name));
+    uint64_t begin = o[0].get<uint64_t>(), end = o[1].get<uint64_t>();
+    if (begin > end || end > data_size)
+      throw Error(fmt::format("tensor '{}': data_offsets [{}, {}] outside the {} bytes of data",
+                              t.name, begin, end, data_size));
+    if (end - begin != numel * esize)
+      throw Error(fmt::format("tensor '{}': {} bytes for {} elements of {}", t.name, end - begin,
+                              numel, t.dtype));
+    t.offset = static_cast<size_t>(begin);
+    t.length = static_cast<size_t>(end - begin);
+    f.tensors.push_back(std::move(t));
+  }
+  std::sort(f.tensors.begin(), f.tensors.end(),
+            [](const Tensor &a, const Tensor &b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < f.tensors.size(); ++i)
+    if (f.tensors[i].offset < f.tensors[i - 1].offset + f.tensors[i - 1].length)
+      throw Error(
+          fmt::format("tensors '{}' and '{}' overlap", f.tensors[i - 1].name, f.tensors[i].name));
+  return f;
+}
+
+std::vector<float> to_float(const Tensor &t, const uint8_t *data) {
+  const uint8_t *p = data + t.offset;
+  size_t n = t.length / std::max<size_t>(dtype_size(t.dtype), 1);
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t.dtype == "F32") {
+      std::memcpy(&out[i], p + 4 * i, 4);
+    } else if (t.dtype == "F64") {
+      double d;
+      std::memcpy(&d, p + 8 * i, 8);
+      out[i] = static_cast<float>(d);
+    } else if (t.dtype == "F16" || t.dtype == "BF16") {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i] = t.dtype == "BF16" ? std::bit_cast<float>(uint32_t{h} << 16)
+                                 : static_cast<float>(std::bit_cast<_Float16>(h));
+    } else {
+      throw Error(
+          fmt::format("tensor '{}': dtype {} is not a floating-point type", t.name, t.dtype));
+    }
+  }
+  return out;
+}
+
+void write(const std::string &path, const std::vector<Output> &tensors, const std::string &dtype,
+           const std::map<std::string, std::string> &metadata) {
+  size_t esize = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
+  if (esize == 0)
+    throw Error(fmt::format("cannot write dtype {}: accepted are F32, F16, BF16", dtype));
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  size_t offset = 0;
+  for (const Output &t : tensors) {
+    size_t bytes = t.values.size() * esize;
+    header[t.name] = {
+        {"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data aligned, as the reference does
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error("cannot write " + path);
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const Output &t : tensors) {
+    if (esize == 4) {
+      out.write(reinterpret_cast<const char *>(t.values.data()),
+                static_cast<std::streamsize>(t.values.size() * 4));
+      continue;
+    }
+    std::vector<uint16_t> half(t.values.size());
+    for (size_t i = 0; i < half.size(); ++i)
+      half[i] = dtype == "BF16" ? to_bf16(t.values[i])
+                                : std::bit_cast<uint16_t>(static_cast<_Float16>(t.values[i]));
+    out.write(reinterpret_cast<const char *>(half.data()),
+              static_cast<std::streamsize>(half.size() * 2));
+  }
+  if (!out) throw Error("writing " + path + " failed");
+}
+
+std::vector<uint8_t> read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace safetensors

@@ -1,0 +1,286 @@
+// zrt-ckpt: look inside zerort checkpoints, check them, compare them, and move weights in
+// and out of them (safetensors for PyTorch and Hugging Face users).
+//
+//   zrt-ckpt inspect FILE [--json]
+//   zrt-ckpt verify FILE
+//   zrt-ckpt diff A B
+//   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
+//   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...]
+//
+// Exit status: 0 on success (for verify: all checksums match; for diff: identical), 1 when
+// verify or diff find a difference, 2 on errors.
+#include <fmt/format.h>
+#include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "safetensors.hpp"
+
+namespace {
+
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(zrt_status_t st, const std::string &what) {
+  if (st != ZRT_SUCCESS) throw Failure(fmt::format("{}: {}", what, zrt_last_error_message()));
+}
+
+// A checkpoint opened for reading, closed on scope exit.
+class Reader {
+ public:
+  explicit Reader(const std::string &path) {
+    check(zrt_checkpoint_open(path.c_str(), &h_), "cannot open " + path);
+  }
+  ~Reader() { zrt_checkpoint_close(h_); }
+  int count() const {
+    int n = 0;
+    zrt_checkpoint_tensor_count(h_, &n);
+    return n;
+  }
+  zrt_checkpoint_tensor_t tensor(int i) const {
+    zrt_checkpoint_tensor_t t;
+    check(zrt_checkpoint_tensor(h_, i, &t), "zrt_checkpoint_tensor");
+    return t;
+  }
+  std::vector<float> read(int i) const {
+    std::vector<float> v(static_cast<size_t>(tensor(i).numel));
+    check(zrt_checkpoint_read(h_, i, v.data()), std::string("cannot read ") + tensor(i).name);
+    return v;
+  }
+  bool verify(int i) const {
+    int ok = 0;
+    check(zrt_checkpoint_verify(h_, i, &ok), std::string("cannot verify ") + tensor(i).name);
+    return ok != 0;
+  }
+
+ private:
+  zrt_checkpoint_h h_ = nullptr;
+};
+
+nlohmann::json describe(const std::string &path) {
+  size_t n = 0;
+  check(zrt_checkpoint_describe(path.c_str(), nullptr, 0, &n), "cannot read " + path);
+  std::string text(n + 1, '\0');
+  check(zrt_checkpoint_describe(path.c_str(), text.data(), text.size(), &n), "cannot read " + path);
+  text.resize(n);
+  return nlohmann::json::parse(text);
+}
+
+std::string shape_text(const zrt_checkpoint_tensor_t &t) {
+  std::vector<int64_t> s(t.shape, t.shape + t.ndim);
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+int inspect(const std::string &path, bool json) {
+  nlohmann::json d = describe(path);
+  Reader r(path);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int i = 0; i < r.count(); ++i) {
+    zrt_checkpoint_tensor_t t = r.tensor(i);
+    std::vector<float> v = r.read(i);
+    double sq = 0;
+    for (float x : v)
+      sq += static_cast<double>(x) * x;
+    const char *status = !t.has_checksum ? "none" : r.verify(i) ? "ok" : "BAD";
+    rows.push_back({{"tensor", t.name},
+                    {"shape", std::vector<int64_t>(t.shape, t.shape + t.ndim)},
+                    {"numel", t.numel},
+                    {"dtype", "fp32"},
+                    {"norm", std::sqrt(sq)},
+                    {"checksum", status}});
+  }
+  if (json) {
+    fmt::print("{}\n",
+               nlohmann::json{{"file", path}, {"attributes", d}, {"tensors", rows}}.dump(2));
+    return 0;
+  }
+  fmt::print(
+      "{}: format {}, zerort {}, step {}, saved at stage {} on {} rank(s), {} compute, "
+      "optimizer state: {}\n",
+      path, d.value("format_version", 0), d.value("zerort_version", "?"), d.value("step", 0),
+      d.value("stage", -1), d.value("world_size", 0), d.value("compute_dtype", "?"),
+      d.value("optimizer_state", "?"));
+  if (d.contains("metadata") && !d["metadata"].empty())
+    fmt::print("metadata: {}\n", d["metadata"].dump());
+  size_t width = 6;
+  for (const auto &row : rows)
+    width = std::max(width, row["tensor"].get<std::string>().size());
+  fmt::print("{:<{}}  {:<18} {:>10} {:>5} {:>12}  {}\n", "tensor", width, "shape", "numel", "dtype",
+             "norm", "checksum");
+  for (const auto &row : rows)
+    fmt::print("{:<{}}  {:<18} {:>10} {:>5} {:>12.6g}  {}\n", row["tensor"].get<std::string>(),
+               width, row["shape"].dump(), row["numel"].get<int64_t>(), "fp32",
+               row["norm"].get<double>(), row["checksum"].get<std::string>());
+  return 0;
+}
+
+int verify(const std::string &path) {
+  Reader r(path);
+  int bad = 0;
+  for (int i = 0; i < r.count(); ++i) {
+    zrt_checkpoint_tensor_t t = r.tensor(i);
+    if (!r.verify(i)) {
+      fmt::print("{}: {}\n", t.name,
+                 t.has_checksum ? "checksum does not match: corrupted" : "no checksum");
+      ++bad;
+    }
+  }
+  fmt::print("{}: {} of {} tensors verified{}\n", path, r.count() - bad, r.count(),
+             bad ? ", FAILED" : "");
+  return bad ? 1 : 0;
+}
+
+int diff(const std::string &a_path, const std::string &b_path) {
+  Reader a(a_path), b(b_path);
+  std::map<std::string, int> in_b;
+  for (int i = 0; i < b.count(); ++i)
+    in_b[b.tensor(i).name] = i;
+  int differences = 0;
+  fmt::print("{:<40} {:>14} {:>14}\n", "tensor", "max |a-b|", "max rel");
+  for (int i = 0; i < a.count(); ++i) {
+    zrt_checkpoint_tensor_t ta = a.tensor(i);
+    auto it = in_b.find(ta.name);
+    if (it == in_b.end()) {
+      fmt::print("{:<40} only in {}\n", ta.name, a_path);
+      ++differences;
+      continue;
+    }
+    const int j = it->second;
+    zrt_checkpoint_tensor_t tb = b.tensor(j);
+    in_b.erase(it);
+    if (shape_text(ta) != shape_text(tb)) {
+      fmt::print("{:<40} shapes differ: {} and {}\n", ta.name, shape_text(ta), shape_text(tb));
+      ++differences;
+      continue;
+    }
+    std::vector<float> va = a.read(i), vb = b.read(j);
+    double max_abs = 0, max_rel = 0;
+    for (size_t k = 0; k < va.size(); ++k) {
+      double d = std::fabs(static_cast<double>(va[k]) - vb[k]);
+      max_abs = std::max(max_abs, d);
+      double scale = std::fabs(static_cast<double>(vb[k]));
+      if (d > 0) max_rel = std::max(max_rel, scale > 0 ? d / scale : INFINITY);
+    }
+    if (max_abs > 0) ++differences;
+    fmt::print("{:<40} {:>14.6g} {:>14.6g}\n", ta.name, max_abs, max_rel);
+  }
+  for (const auto &[name, i] : in_b) {
+    fmt::print("{:<40} only in {}\n", name, b_path);
+    ++differences;
+  }
+  fmt::print("{} tensor(s) differ\n", differences);
+  return differences ? 1 : 0;
+}
+
+int export_file(const std::string &path, const std::string &format, const std::string &out,
+                const std::string &dtype) {
+  nlohmann::json d = describe(path);
+  Reader r(path);
+  std::vector<safetensors::Output> tensors;
+  for (int i = 0; i < r.count(); ++i) {
+    zrt_checkpoint_tensor_t t = r.tensor(i);
+    std::string name = t.name;
+    if (name.rfind("params/", 0) != 0) continue;  // weights only: optimizer state stays behind
+    tensors.push_back({name.substr(7), std::vector<int64_t>(t.shape, t.shape + t.ndim), r.read(i)});
+  }
+  if (format == "safetensors") {
+    std::string st = dtype == "bf16" ? "BF16" : dtype == "fp16" ? "F16" : "F32";
+    safetensors::write(
+        out, tensors, st,
+        {{"format", "pt"}, {"zerort_step", std::to_string(d.value("step", 0))}, {"source", path}});
+  } else {
+    zrt_checkpoint_h c;
+    std::string meta = nlohmann::json{{"exported_from", path}, {"step", d.value("step", 0)}}.dump();
+    check(zrt_checkpoint_create(out.c_str(), meta.c_str(), &c), "cannot create " + out);
+    for (const auto &t : tensors)
+      check(zrt_checkpoint_write(c, t.name.c_str(), static_cast<int>(t.shape.size()),
+                                 t.shape.data(), t.values.data()),
+            "cannot write " + t.name);
+    check(zrt_checkpoint_close(c), "cannot finish " + out);
+  }
+  fmt::print("{}: {} tensors written as {}\n", out, tensors.size(), format);
+  return 0;
+}
+
+int import_safetensors(const std::string &in, const std::string &out,
+                       const std::vector<std::string> &renames) {
+  std::vector<uint8_t> bytes = safetensors::read_file(in);
+  safetensors::File f = safetensors::parse(bytes.data(), bytes.size());
+  nlohmann::json meta = {{"imported_from", in}, {"safetensors_metadata", f.metadata}};
+  zrt_checkpoint_h c;
+  check(zrt_checkpoint_create(out.c_str(), meta.dump().c_str(), &c), "cannot create " + out);
+  for (const safetensors::Tensor &t : f.tensors) {
+    std::string name = t.name;
+    for (const std::string &r : renames) {
+      size_t eq = r.find('=');
+      if (eq == std::string::npos) throw Failure("--rename takes FROM=TO, not " + r);
+      if (name.rfind(r.substr(0, eq), 0) == 0) {
+        name = r.substr(eq + 1) + name.substr(eq);
+        break;
+      }
+    }
+    std::vector<float> v = safetensors::to_float(t, bytes.data() + f.data_start);
+    std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;
+    check(zrt_checkpoint_write(c, name.c_str(), static_cast<int>(shape.size()), shape.data(),
+                               v.data()),
+          "cannot write " + name);
+  }
+  check(zrt_checkpoint_close(c), "cannot finish " + out);
+  fmt::print("{}: {} tensors imported from {}\n", out, f.tensors.size(), in);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"zrt-ckpt: inspect, verify, compare, export and import zerort checkpoints"};
+  app.require_subcommand(1);
+  std::string file, other, format, output, dtype = "fp32";
+  std::vector<std::string> renames;
+  bool json = false;
+  auto *inspect_cmd =
+      app.add_subcommand("inspect", "attributes and a table of tensors, norms, checksums");
+  inspect_cmd->add_option("file", file, "checkpoint")->required();
+  inspect_cmd->add_flag("--json", json, "JSON instead of a table");
+  auto *verify_cmd =
+      app.add_subcommand("verify", "recompute every checksum (exit 1 on a mismatch)");
+  verify_cmd->add_option("file", file, "checkpoint")->required();
+  auto *diff_cmd =
+      app.add_subcommand("diff", "max absolute and relative difference per tensor (exit 1 if any)");
+  diff_cmd->add_option("a", file, "checkpoint A")->required();
+  diff_cmd->add_option("b", other, "checkpoint B")->required();
+  auto *export_cmd =
+      app.add_subcommand("export", "the weights as safetensors or a weights-only checkpoint");
+  export_cmd->add_option("file", file, "checkpoint")->required();
+  export_cmd->add_option("--format", format, "safetensors or hdf5-fp32")
+      ->required()
+      ->check(CLI::IsMember({"safetensors", "hdf5-fp32"}));
+  export_cmd->add_option("--output,-o", output, "output file")->required();
+  export_cmd->add_option("--dtype", dtype, "safetensors dtype: fp32, bf16, fp16")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  auto *import_cmd =
+      app.add_subcommand("import-safetensors", "a weights-only checkpoint from safetensors");
+  import_cmd->add_option("input", file, "safetensors file")->required();
+  import_cmd->add_option("output", output, "checkpoint to write")->required();
+  import_cmd->add_option("--rename", renames, "FROM=TO: replace a name prefix (repeatable)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*inspect_cmd) return inspect(file, json);
+    if (*verify_cmd) return verify(file);
+    if (*diff_cmd) return diff(file, other);
+    if (*export_cmd) return export_file(file, format, output, dtype);
+    if (*import_cmd) return import_safetensors(file, output, renames);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "zrt-ckpt: %s\n", e.what());
+    return 2;
+  }
+  return 2;
+}

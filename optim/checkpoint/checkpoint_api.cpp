@@ -1,0 +1,153 @@
+// The C entry points of zerort/checkpoint.h.
+#include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_file.hpp"
+#include "optim/engine.hpp"
+#include "optim/engine_part.hpp"
+#include "runtime/string_out.hpp"
+#include "zerort/checkpoint.h"
+
+using namespace zrt;
+
+namespace {
+
+Engine &engine_of(zrt_engine_h h) {
+  return engine_table().get(handle_value(h), "engine");
+}
+
+HandleTable<CheckpointFile> &file_table() {
+  static HandleTable<CheckpointFile> table("checkpoint");
+  return table;
+}
+
+CheckpointFile &file_of(zrt_checkpoint_h h) {
+  return file_table().get(handle_value(h), "checkpoint");
+}
+
+}  // namespace
+
+extern "C" {
+
+ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
+                                         const zrt_checkpoint_params_t *params) {
+  return abi_call("zrt_checkpoint_save", [&] {
+    Engine &e = engine_of(engine);
+    require_nonnull(path, "path");
+    std::string metadata;
+    int keep_last = 0;
+    if (params != nullptr) {
+      const uint64_t known =
+          ZRT_CHECKPOINT_PARAM_FIELD_METADATA | ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
+      if (params->field_mask & ~known)
+        fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
+             params->field_mask & ~known);
+      if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_METADATA) {
+        require_nonnull(params->metadata, "params->metadata");
+        metadata = params->metadata;
+      }
+      if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST) {
+        if (params->keep_last < 0)
+          fail(ZRT_ERR_INVALID_ARGUMENT, "params->keep_last is {}: it must be >= 0",
+               params->keep_last);
+        keep_last = params->keep_last;
+      }
+    }
+    checkpoint::save(e, path, metadata, keep_last);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h engine, const char *path) {
+  return abi_call("zrt_checkpoint_load", [&] {
+    Engine &e = engine_of(engine);
+    require_nonnull(path, "path");
+    checkpoint::load(e, path);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_describe(const char *path, char *buf, size_t size,
+                                             size_t *length_p) {
+  return abi_call("zrt_checkpoint_describe", [&] {
+    require_nonnull(path, "path");
+    copy_out(checkpoint::describe(path).dump(), buf, size, length_p);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_open(const char *path, zrt_checkpoint_h *checkpoint_p) {
+  return abi_call("zrt_checkpoint_open", [&] {
+    require_nonnull(path, "path");
+    require_nonnull(checkpoint_p, "checkpoint_p");
+    *checkpoint_p = to_handle<zrt_checkpoint_h>(file_table().insert(CheckpointFile::open(path)));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_create(const char *path, const char *metadata,
+                                           zrt_checkpoint_h *checkpoint_p) {
+  return abi_call("zrt_checkpoint_create", [&] {
+    require_nonnull(path, "path");
+    require_nonnull(checkpoint_p, "checkpoint_p");
+    auto f = CheckpointFile::create(path, metadata != nullptr ? metadata : "");
+    *checkpoint_p = to_handle<zrt_checkpoint_h>(file_table().insert(std::move(f)));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_close(zrt_checkpoint_h checkpoint) {
+  return abi_call("zrt_checkpoint_close", [&] {
+    std::unique_ptr<CheckpointFile> f = file_table().remove(handle_value(checkpoint), "checkpoint");
+    f->close();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_tensor_count(zrt_checkpoint_h checkpoint, int *count_p) {
+  return abi_call("zrt_checkpoint_tensor_count", [&] {
+    CheckpointFile &f = file_of(checkpoint);
+    require_nonnull(count_p, "count_p");
+    *count_p = f.count();
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_tensor(zrt_checkpoint_h checkpoint, int index,
+                                           zrt_checkpoint_tensor_t *tensor_p) {
+  return abi_call("zrt_checkpoint_tensor", [&] {
+    CheckpointFile &f = file_of(checkpoint);
+    require_nonnull(tensor_p, "tensor_p");
+    *tensor_p = f.tensor(index);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_read(zrt_checkpoint_h checkpoint, int index, float *values) {
+  return abi_call("zrt_checkpoint_read", [&] {
+    file_of(checkpoint).read(index, values);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_verify(zrt_checkpoint_h checkpoint, int index, int *ok_p) {
+  return abi_call("zrt_checkpoint_verify", [&] {
+    CheckpointFile &f = file_of(checkpoint);
+    require_nonnull(ok_p, "ok_p");
+    *ok_p = f.verify(index) ? 1 : 0;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h checkpoint, const char *name, int ndim,
+                                          const int64_t *shape, const float *values) {
+  return abi_call("zrt_checkpoint_write", [&] {
+    CheckpointFile &f = file_of(checkpoint);
+    require_nonnull(name, "name");
+    if (ndim < 1 || ndim > 8)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "ndim is {}: accepted values are 1 .. 8", ndim);
+    require_nonnull(shape, "shape");
+    f.write(name, std::vector<int64_t>(shape, shape + ndim), values);
+    return ZRT_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,150 @@
+#include "optim/checkpoint/checkpoint_file.hpp"
+
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "optim/checkpoint/checkpoint.hpp"
+#include "zerort/version.h"
+
+namespace zrt {
+
+std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string &path) {
+  h5::Quiet quiet;
+  std::unique_ptr<CheckpointFile> f(new CheckpointFile);
+  f->path_ = path;
+  f->file_ = h5::open_file(path, false, MPI_COMM_NULL);
+  int64_t version = h5::read_attr_int(f->file_, "format_version");
+  if (version > checkpoint::kFormatVersion)
+    fail(ZRT_ERR_IO, "{} has format version {}, newer than this zerort reads ({})", path, version,
+         checkpoint::kFormatVersion);
+  std::vector<std::string> names = h5::list_datasets(f->file_);
+  f->names_.reserve(names.size());
+  for (const std::string &n : names)
+    f->add_tensor(n);
+  return f;
+}
+
+std::unique_ptr<CheckpointFile> CheckpointFile::create(const std::string &path,
+                                                       const std::string &metadata) {
+  if (!metadata.empty() && !nlohmann::json::accept(metadata))
+    fail(ZRT_ERR_INVALID_ARGUMENT, "metadata is not valid JSON");
+  h5::Quiet quiet;
+  std::unique_ptr<CheckpointFile> f(new CheckpointFile);
+  f->path_ = path;
+  f->tmp_ = path + ".tmp";
+  f->writable_ = true;
+  f->file_ = h5::create_file(f->tmp_, MPI_COMM_NULL);
+  h5::write_attr(f->file_, "format_version", checkpoint::kFormatVersion);
+  h5::write_attr(f->file_, "zerort_version", std::string(ZRT_VERSION_STRING));
+  h5::write_attr(f->file_, "step", int64_t{0});
+  h5::write_attr(f->file_, "stage", int64_t{-1});
+  h5::write_attr(f->file_, "world_size", int64_t{1});
+  h5::write_attr(f->file_, "compute_dtype", std::string("fp32"));
+  h5::write_attr(f->file_, "optimizer", std::string("{}"));
+  h5::write_attr(f->file_, "optimizer_state", std::string("none"));
+  h5::write_attr(f->file_, "loss_scaler", std::string(R"({"dynamic": false})"));
+  h5::write_attr(f->file_, "config", std::string("{}"));
+  h5::write_attr(f->file_, "metadata", metadata.empty() ? std::string("{}") : metadata);
+  return f;
+}
+
+CheckpointFile::~CheckpointFile() {
+  if (writable_ && !closed_) {
+    // Never published: drop the partial file.
+    file_.reset();
+    std::remove(tmp_.c_str());
+  }
+}
+
+void CheckpointFile::add_tensor(const std::string &name) {
+  h5::Id d = h5::open_dataset(file_, name);
+  std::vector<int64_t> shape = h5::dataset_shape(d);
+  if (shape.size() > 8)
+    fail(ZRT_ERR_IO, "dataset /{} has {} dimensions; at most 8 are supported", name, shape.size());
+  names_.push_back(name);
+  zrt_checkpoint_tensor_t t{};
+  t.ndim = static_cast<int>(shape.size());
+  t.numel = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    t.shape[i] = shape[i];
+    t.numel *= shape[i];
+  }
+  t.has_checksum = h5::has_attr(d, "xxh3") ? 1 : 0;
+  if (t.has_checksum) t.checksum = h5::read_attr_uint(d, "xxh3");
+  tensors_.push_back(t);
+  // Names last: names_ may have moved; refresh every pointer.
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    tensors_[i].name = names_[i].c_str();
+}
+
+const zrt_checkpoint_tensor_t &CheckpointFile::tensor(int index) const {
+  if (index < 0 || index >= count())
+    fail(ZRT_ERR_INVALID_ARGUMENT, "index is {}: accepted values are 0 .. {}", index, count() - 1);
+  return tensors_[static_cast<size_t>(index)];
+}
+
+void CheckpointFile::read(int index, float *values) const {
+  const zrt_checkpoint_tensor_t &t = tensor(index);
+  require_nonnull(values, "values");
+  h5::Quiet quiet;
+  h5::Id d = h5::open_dataset(file_, t.name);
+  h5::check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+            std::string("cannot read /") + t.name + " (truncated file?)");
+}
+
+bool CheckpointFile::verify(int index) const {
+  const zrt_checkpoint_tensor_t &t = tensor(index);
+  h5::Quiet quiet;
+  h5::Id d = h5::open_dataset(file_, t.name);
+  return t.has_checksum && checkpoint::dataset_hash(d.get()) == t.checksum;
+}
+
+void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &shape,
+                           const float *values) {
+  if (!writable_) fail(ZRT_ERR_INVALID_STATE, "the checkpoint was opened read-only");
+  if (closed_) fail(ZRT_ERR_INVALID_STATE, "the checkpoint is closed");
+  if (name.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "name is empty");
+  if (shape.empty() || shape.size() > 8)
+    fail(ZRT_ERR_INVALID_ARGUMENT, "ndim is {}: accepted values are 1 .. 8", shape.size());
+  size_t numel = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] <= 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "shape[{}] is {}: extents must be positive", i, shape[i]);
+    numel *= static_cast<size_t>(shape[i]);
+  }
+  require_nonnull(values, "values");
+  const std::string full = checkpoint::params_name(name);
+  h5::Quiet quiet;
+  if (h5::exists(file_, full)) fail(ZRT_ERR_INVALID_ARGUMENT, "'{}' was already written", name);
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  h5::Id space(h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                         "H5Screate_simple"),
+               H5Sclose);
+  h5::Id lcpl(h5::check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  h5::Id d(h5::check(H5Dcreate2(file_, full.c_str(), H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT,
+                                H5P_DEFAULT),
+                     "cannot create /" + full),
+           H5Dclose);
+  h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+            "cannot write /" + full);
+  h5::write_attr(d, "xxh3", static_cast<uint64_t>(XXH3_64bits(values, numel * sizeof(float))));
+  d.reset();
+  add_tensor(full);
+}
+
+void CheckpointFile::close() {
+  if (closed_) return;
+  closed_ = true;
+  file_.reset();
+  if (!writable_) return;
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    fail(ZRT_ERR_IO, "cannot rename {} to {}: {}", tmp_, path_, std::strerror(errno));
+}
+
+}  // namespace zrt

@@ -1,0 +1,83 @@
+// Thin RAII over the HDF5 C API for the checkpoint code: ids that close themselves, error
+// stacks silenced (zerort reports errors its own way) and turned into zrt::Error, and typed
+// attribute helpers.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/error.hpp"
+
+namespace zrt::h5 {
+
+// An HDF5 identifier closed with `closer` when it goes out of scope.
+class Id {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Id() = default;
+  Id(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~Id() { reset(); }
+  Id(Id &&o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)), closer_(o.closer_) {}
+  Id &operator=(Id &&o) noexcept {
+    reset();
+    id_ = std::exchange(o.id_, H5I_INVALID_HID);
+    closer_ = o.closer_;
+    return *this;
+  }
+  Id(const Id &) = delete;
+  Id &operator=(const Id &) = delete;
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }
+  void reset() {
+    if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+    id_ = H5I_INVALID_HID;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+// Silences HDF5's automatic error printing while alive (and restores the caller's handler).
+class Quiet {
+ public:
+  Quiet();
+  ~Quiet();
+  Quiet(const Quiet &) = delete;
+  Quiet &operator=(const Quiet &) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void *data_ = nullptr;
+};
+
+// Throws Error(ZRT_ERR_IO) "what: <HDF5's innermost message>" when id or status is negative.
+hid_t check(hid_t id, const std::string &what);
+// The innermost message of HDF5's current error stack ("" if none).
+std::string last_message();
+
+Id open_file(const std::string &path, bool writable,
+             MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
+Id create_file(const std::string &path, MPI_Comm comm);
+Id open_dataset(hid_t file, const std::string &name);
+bool exists(hid_t file, const std::string &name);
+
+void write_attr(hid_t object, const char *name, const std::string &value);
+void write_attr(hid_t object, const char *name, int64_t value);
+void write_attr(hid_t object, const char *name, uint64_t value);
+void write_attr(hid_t object, const char *name, double value);
+bool has_attr(hid_t object, const char *name);
+std::string read_attr_string(hid_t object, const char *name);
+int64_t read_attr_int(hid_t object, const char *name);
+uint64_t read_attr_uint(hid_t object, const char *name);
+double read_attr_double(hid_t object, const char *name);
+
+// Every dataset under the file's root, as full paths without the leading '/', in order.
+std::vector<std::string> list_datasets(hid_t file);
+std::vector<int64_t> dataset_shape(hid_t dataset);
+
+}  // namespace zrt::h5

@@ -1,0 +1,118 @@
+/**
+ * @file zerort/checkpoint.h
+ * @brief Checkpoints: one parallel HDF5 file per save, independent of the world size and
+ * the ZeRO stage.
+ *
+ * Each parameter is stored as global datasets of its full logical shape (the fp32 master
+ * weights and each optimizer state tensor), each rank writing and reading its own
+ * hyperslab, so a checkpoint saved on N ranks at stage S loads on M ranks at stage T with
+ * no conversion, and `h5ls -r` / `h5dump` show it plainly. Attributes hold the format
+ * version, step, stage and world size at save, dtypes, optimizer and hyper-parameters, the
+ * loss scaler state, the configuration, the program's own metadata (a JSON text: data
+ * loader position, RNG seeds...) and an xxHash checksum per dataset.
+ *
+ * Saves are atomic: the file is written as PATH.tmp and renamed once every rank has closed
+ * and synced it, so a crash during a save leaves the previous checkpoint intact.
+ */
+#ifndef ZERORT_CHECKPOINT_H
+#define ZERORT_CHECKPOINT_H
+
+#include "zerort/defs.h"
+#include "zerort/engine.h"
+#include "zerort/status.h"
+
+ZRT_BEGIN_DECLS
+
+/** @brief Which fields of zrt_checkpoint_params_t the caller set. */
+enum zrt_checkpoint_params_field {
+  ZRT_CHECKPOINT_PARAM_FIELD_METADATA = 1u << 0,
+  ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST = 1u << 1
+};
+
+/** @brief Parameters of zrt_checkpoint_save. */
+typedef struct zrt_checkpoint_params {
+  uint64_t field_mask;
+  const char *metadata; /**< the program's JSON text, stored as is; default none */
+  int keep_last;        /**< with "{step}" in the path: keep only the newest keep_last
+                             checkpoints of that pattern; 0 keeps all (default) */
+} zrt_checkpoint_params_t;
+
+/**
+ * @brief Save the engine's state to @p path ("{step}" in it becomes the step number,
+ * zero-padded to 8 digits). Collective, blocking; every rank passes the same path.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
+                                         const zrt_checkpoint_params_t *params);
+
+/**
+ * @brief Load @p path into a committed engine with the same parameter names and shapes
+ * (any world size, any stage): master weights, compute copies, optimizer state, step and
+ * loss scaler. A missing dataset, a shape that differs, a checksum that does not match or a
+ * newer format is ZRT_ERR_IO with a message naming it, on every rank, and the engine is
+ * left as it was. Collective, blocking.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h engine, const char *path);
+
+/**
+ * @brief The checkpoint's attributes as JSON (step, stage and world size at save,
+ * optimizer, the program's metadata under "metadata"...), without an engine or MPI.
+ * snprintf-like, as zrt_context_describe. Local.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_describe(const char *path, char *buf, size_t size,
+                                             size_t *length_p);
+
+/* --- Reading and writing checkpoint files without an engine (tools, imports) ---------- */
+
+/** @brief An open checkpoint file (zrt_checkpoint_open or zrt_checkpoint_create). */
+typedef struct zrt_checkpoint *zrt_checkpoint_h;
+
+/** @brief One dataset of a checkpoint. */
+typedef struct zrt_checkpoint_tensor {
+  const char *name; /**< "params/NAME" or "optimizer/KIND/NAME"; valid until close */
+  int ndim;
+  int64_t shape[8];
+  int64_t numel;
+  uint64_t checksum; /**< the stored XXH3-64 of its fp32 values, row-major */
+  int has_checksum;
+} zrt_checkpoint_tensor_t;
+
+/** @brief Open a checkpoint read-only, serially (no MPI needed). Local. */
+ZRT_API zrt_status_t zrt_checkpoint_open(const char *path, zrt_checkpoint_h *checkpoint_p);
+
+/**
+ * @brief Start writing a weights-only checkpoint at @p path (as PATH.tmp until
+ * zrt_checkpoint_close): loading it gives an engine these weights, zero optimizer state
+ * and step 0. @p metadata: JSON text or NULL. Local.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_create(const char *path, const char *metadata,
+                                           zrt_checkpoint_h *checkpoint_p);
+
+/** @brief Close; for a created checkpoint, publish it (rename PATH.tmp to PATH). Local. */
+ZRT_API zrt_status_t zrt_checkpoint_close(zrt_checkpoint_h checkpoint);
+
+/** @brief Number of datasets. Local. */
+ZRT_API zrt_status_t zrt_checkpoint_tensor_count(zrt_checkpoint_h checkpoint, int *count_p);
+
+/** @brief Name, shape and checksum of dataset @p index (0-based, sorted by name). Local. */
+ZRT_API zrt_status_t zrt_checkpoint_tensor(zrt_checkpoint_h checkpoint, int index,
+                                           zrt_checkpoint_tensor_t *tensor_p);
+
+/** @brief Read dataset @p index as numel fp32 values, row-major. Local. */
+ZRT_API zrt_status_t zrt_checkpoint_read(zrt_checkpoint_h checkpoint, int index, float *values);
+
+/**
+ * @brief Recompute dataset @p index's checksum: *ok_p is 1 when it matches the stored one,
+ * 0 when it does not (or none is stored). Local.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_verify(zrt_checkpoint_h checkpoint, int index, int *ok_p);
+
+/**
+ * @brief Add parameter @p name (stored as params/NAME) to a created checkpoint, with its
+ * checksum. Local.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h checkpoint, const char *name, int ndim,
+                                          const int64_t *shape, const float *values);
+
+ZRT_END_DECLS
+
+#endif /* ZERORT_CHECKPOINT_H */

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# zrt-ckpt end to end on a real checkpoint: inspect, verify, export to safetensors and back
+# (equal to the original), a bf16 export (close, not equal), diff, and a corrupted file.
+#   test_zrt_ckpt.sh ZRT_CKPT MAKE_CHECKPOINT MPIEXEC [FLAGS...]
+set -euo pipefail
+ckpt=$1 make=$2
+shift 2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$@" -n 2 "$make" save "$dir/model.h5" > /dev/null
+"$ckpt" inspect "$dir/model.h5" | tee "$dir/inspect.txt"
+grep -q "params/w .*ok" "$dir/inspect.txt" || fail "inspect does not list params/w as ok"
+grep -q "optimizer/exp_avg/w" "$dir/inspect.txt" || fail "inspect does not list the optimizer state"
+"$ckpt" inspect --json "$dir/model.h5" > "$dir/inspect.json"
+grep -q '"checksum": "ok"' "$dir/inspect.json" || fail "inspect --json"
+"$ckpt" verify "$dir/model.h5" || fail "verify of a good file"
+
+"$ckpt" export "$dir/model.h5" --format safetensors -o "$dir/model.safetensors"
+"$ckpt" import-safetensors "$dir/model.safetensors" "$dir/back.h5"
+"$ckpt" export "$dir/model.h5" --format hdf5-fp32 -o "$dir/weights.h5"
+"$ckpt" diff "$dir/weights.h5" "$dir/back.h5" || fail "safetensors round trip changed the weights"
+
+"$ckpt" export "$dir/model.h5" --format safetensors --dtype bf16 -o "$dir/bf16.safetensors"
+"$ckpt" import-safetensors "$dir/bf16.safetensors" "$dir/bf16.h5"
+if "$ckpt" diff "$dir/weights.h5" "$dir/bf16.h5" > "$dir/diff.txt"; then fail "bf16 export equals fp32"; fi
+cat "$dir/diff.txt"
+rel=$(awk '$1 == "params/w" {print $3}' "$dir/diff.txt")
+awk -v r="$rel" 'BEGIN { exit !(r > 0 && r <= 0.00390625) }' || fail "bf16 relative error $rel above 2^-8"
+
+cp "$dir/model.h5" "$dir/bad.h5"
+size=$(stat -c %s "$dir/bad.h5")
+printf '\x55' | dd of="$dir/bad.h5" bs=1 seek=$((size / 2)) conv=notrunc status=none
+if "$ckpt" verify "$dir/bad.h5" > "$dir/verify.txt"; then fail "verify accepted a corrupted file"; fi
+grep -q "corrupted" "$dir/verify.txt" || fail "verify does not say corrupted"
+cat "$dir/verify.txt"
+
+head -c 1000 "$dir/model.h5" > "$dir/short.h5"
+set +e
+"$ckpt" inspect "$dir/short.h5" 2> "$dir/short.txt"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "a truncated file gave status $rc"
+grep -q "cannot open" "$dir/short.txt" || fail "truncated: unclear message: $(cat "$dir/short.txt")"
+echo "ok: zrt-ckpt inspect, verify, diff, export, import"

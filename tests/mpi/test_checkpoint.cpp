@@ -1,0 +1,457 @@
+// Checkpoints: saved at every (world size, stage), loaded at every (world size, stage),
+// bitwise; resume equality in deterministic mode; damaged files; keep_last; weights-only
+// files; metadata. World sizes smaller than the job run on sub-communicators.
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mpi_fixture.hpp"
+#include "values.hpp"
+
+namespace {
+
+#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
+
+bool mentions(const std::string &what) {
+  bool ok = test::last_error().find(what) != std::string::npos;
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  return ok;
+}
+
+// A folder shared by the ranks of this job (rank 0 picks it and removes it at exit).
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+std::string shared_dir() {
+  static RemoveAtExit cleanup;
+  static std::string dir = [] {
+    char buf[256] = {0};
+    if (test::rank() == 0) {
+      std::string d = ::testing::TempDir() + fmt::format("zrt_ckpt_{}", getpid());
+      std::filesystem::create_directories(d);
+      std::snprintf(buf, sizeof buf, "%s", d.c_str());
+      cleanup.dir = d;
+    }
+    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return std::string(buf);
+  }();
+  return dir;
+}
+
+const std::vector<std::vector<int64_t>> kShapes = {{7, 5}, {5}, {3, 4, 2}, {1}, {33}};
+
+struct Model {
+  zrt_context_h ctx = nullptr;
+  zrt_engine_h engine = nullptr;
+  std::vector<zrt_param_h> params;
+  int rank = 0, size = 1;
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;
+
+  // A context and engine on the first `ranks` ranks; others get nothing (active() false).
+  Model(int ranks, int stage, zrt_optimizer_t optimizer = ZRT_OPTIMIZER_ADAMW,
+        zrt_dtype_t dtype = ZRT_DTYPE_FP32, std::vector<std::vector<int64_t>> shapes = kShapes) {
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, test::rank() < ranks ? 0 : MPI_UNDEFINED, test::rank(), &sub);
+    if (sub == MPI_COMM_NULL) return;
+    this->dtype = dtype;
+    EXPECT_EQ(zrt_init(sub, nullptr, &ctx), ZRT_SUCCESS) << test::last_error();
+    MPI_Comm_free(&sub);
+    zrt_engine_params_t p = {};
+    p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
+                   ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
+                   ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE | ZRT_ENGINE_PARAM_FIELD_MOMENTUM;
+    p.stage = stage;
+    p.deterministic = 1;
+    p.optimizer = optimizer;
+    p.momentum = 0.9;
+    p.compute_dtype = dtype;
+    p.reduce_bucket_bytes = 96;  // several buckets
+    EXPECT_EQ(zrt_engine_create(ctx, &p, &engine), ZRT_SUCCESS) << test::last_error();
+    zrt_comm_h comm;
+    zrt_context_comm(ctx, &comm);
+    zrt_comm_rank(comm, &rank);
+    zrt_comm_size(comm, &size);
+    for (size_t t = 0; t < shapes.size(); ++t) {
+      zrt_param_h h;
+      EXPECT_EQ(zrt_param_register(engine, fmt::format("layer{}.w", t).c_str(), dtype,
+                                   static_cast<int>(shapes[t].size()), shapes[t].data(), &h),
+                ZRT_SUCCESS);
+      params.push_back(h);
+    }
+    EXPECT_EQ(zrt_engine_commit(engine), ZRT_SUCCESS) << test::last_error();
+    for (size_t t = 0; t < params.size(); ++t) {
+      zrt_param_info_t info;
+      zrt_param_info(engine, params[t], &info);
+      std::vector<float> v(static_cast<size_t>(info.numel));
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = 0.1f * static_cast<float>((t * 31 + i * 7) % 13) - 0.6f;
+      EXPECT_EQ(zrt_param_set(engine, params[t], v.data(), ZRT_DTYPE_FP32), ZRT_SUCCESS);
+    }
+  }
+  ~Model() {
+    if (engine) zrt_engine_destroy(engine);
+    if (ctx) zrt_finalize(ctx);
+  }
+  bool active() const { return engine != nullptr; }
+
+  // Steps on a gradient that depends on the parameters, the rank and the step.
+  void train(int steps, int first_step) {
+    for (int s = first_step; s < first_step + steps; ++s) {
+      for (size_t t = 0; t < params.size(); ++t) {
+        zrt_param_info_t info;
+        zrt_param_info(engine, params[t], &info);
+        ASSERT_EQ(zrt_param_gather(engine, params[t]), ZRT_SUCCESS) << test::last_error();
+        void *w = nullptr, *g = nullptr;
+        ASSERT_EQ(zrt_param_data(engine, params[t], &w), ZRT_SUCCESS);
+        ASSERT_EQ(zrt_grad_data(engine, params[t], &g), ZRT_SUCCESS);
+        for (size_t i = 0; i < static_cast<size_t>(info.numel); ++i)
+          test::add(g, i, dtype,
+                    test::load(w, i, dtype) * 0.5f +
+                        0.01f * static_cast<float>((rank + 1) * (s + 1) * static_cast<int>(i % 5)));
+        ASSERT_EQ(zrt_grad_ready(engine, params[t]), ZRT_SUCCESS);
+        ASSERT_EQ(zrt_param_release(engine, params[t]), ZRT_SUCCESS);
+      }
+      ASSERT_EQ(zrt_engine_step(engine, nullptr), ZRT_SUCCESS) << test::last_error();
+    }
+  }
+
+  std::vector<std::vector<float>> values() {
+    std::vector<std::vector<float>> out;
+    for (zrt_param_h h : params) {
+      zrt_param_info_t info;
+      zrt_param_info(engine, h, &info);
+      out.emplace_back(static_cast<size_t>(info.numel));
+      EXPECT_EQ(zrt_param_get(engine, h, out.back().data(), ZRT_DTYPE_FP32), ZRT_SUCCESS);
+    }
+    return out;
+  }
+};
+
+// Every dataset of a file, by name (serial reader).
+std::map<std::string, std::vector<float>> read_all(const std::string &path) {
+  std::map<std::string, std::vector<float>> out;
+  zrt_checkpoint_h c = nullptr;
+  EXPECT_EQ(zrt_checkpoint_open(path.c_str(), &c), ZRT_SUCCESS) << test::last_error();
+  if (!c) return out;
+  int n = 0;
+  zrt_checkpoint_tensor_count(c, &n);
+  for (int i = 0; i < n; ++i) {
+    zrt_checkpoint_tensor_t t;
+    zrt_checkpoint_tensor(c, i, &t);
+    std::vector<float> v(static_cast<size_t>(t.numel));
+    EXPECT_EQ(zrt_checkpoint_read(c, i, v.data()), ZRT_SUCCESS);
+    out[t.name] = v;
+  }
+  zrt_checkpoint_close(c);
+  return out;
+}
+
+std::vector<int> world_sizes() {
+  std::vector<int> out;
+  for (int n : {1, 2, 4})
+    if (n <= test::size()) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
+  const std::string dir = shared_dir();
+  // Save once per (world size, stage), after a few steps.
+  std::map<std::pair<int, int>, std::string> files;
+  std::map<std::pair<int, int>, std::vector<std::vector<float>>> saved_values;
+  for (int np : world_sizes())
+    for (int stage = 0; stage <= 3; ++stage) {
+      std::string path = fmt::format("{}/np{}_stage{}.h5", dir, np, stage);
+      Model m(np, stage);
+      if (m.active()) {
+        m.train(3, 0);
+        ASSERT_EQ(zrt_checkpoint_save(m.engine, path.c_str(), nullptr), ZRT_SUCCESS)
+            << test::last_error();
+        saved_values[{np, stage}] = m.values();
+      }
+      files[{np, stage}] = path;
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  // Load each file at every (world size, stage); parameters, moments and step come back exactly.
+  for (auto &[from, path] : files) {
+    std::map<std::string, std::vector<float>> original = read_all(path);
+    ASSERT_EQ(original.size(), kShapes.size() * 3) << "params, exp_avg and exp_avg_sq";
+    for (int np : world_sizes())
+      for (int stage = 0; stage <= 3; ++stage) {
+        SCOPED_TRACE(fmt::format("saved np {} stage {}, loaded np {} stage {}", from.first,
+                                 from.second, np, stage));
+        Model m(np, stage);
+        std::string again =
+            fmt::format("{}/again_np{}_stage{}_{}_{}.h5", dir, np, stage, from.first, from.second);
+        if (m.active()) {
+          ASSERT_EQ(zrt_checkpoint_load(m.engine, path.c_str()), ZRT_SUCCESS) << test::last_error();
+          auto v = m.values();
+          if (test::rank() == 0 && saved_values.count(from)) {
+            EXPECT_EQ(v, saved_values[from]);
+          }
+          ASSERT_EQ(zrt_checkpoint_save(m.engine, again.c_str(), nullptr), ZRT_SUCCESS)
+              << test::last_error();
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        EXPECT_EQ(read_all(again), original) << "re-saved state differs";
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (test::rank() == 0) std::remove(again.c_str());
+      }
+  }
+}
+
+TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
+  const std::string dir = shared_dir();
+  const int np = test::size();
+  for (zrt_dtype_t dt : {ZRT_DTYPE_FP32, ZRT_DTYPE_BF16})
+    for (int save_stage : {0, 3})
+      for (int load_stage : {1, 2}) {
+        SCOPED_TRACE(fmt::format("dtype {} stage {} -> {}", dt, save_stage, load_stage));
+        std::vector<std::vector<float>> straight;
+        {
+          Model m(np, save_stage, ZRT_OPTIMIZER_ADAMW, dt);
+          m.train(6, 0);
+          straight = m.values();
+        }
+        std::string path = fmt::format("{}/resume_{}_{}_{}.h5", dir, dt, save_stage, load_stage);
+        {
+          Model m(np, save_stage, ZRT_OPTIMIZER_ADAMW, dt);
+          m.train(3, 0);
+          CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+        }
+        Model m(np, load_stage, ZRT_OPTIMIZER_ADAMW, dt);
+        CHECK_OK(zrt_checkpoint_load(m.engine, path.c_str()));
+        m.train(3, 3);
+        EXPECT_EQ(m.values(), straight);
+      }
+}
+
+TEST(Checkpoint, SgdMomentumAndLambStateTravels) {
+  const std::string dir = shared_dir();
+  for (zrt_optimizer_t opt : {ZRT_OPTIMIZER_SGD, ZRT_OPTIMIZER_LAMB}) {
+    std::string path = fmt::format("{}/opt{}.h5", dir, static_cast<int>(opt));
+    std::vector<std::vector<float>> straight;
+    {
+      Model m(test::size(), 2, opt);
+      m.train(4, 0);
+      straight = m.values();
+    }
+    {
+      Model m(test::size(), 2, opt);
+      m.train(2, 0);
+      CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+    }
+    Model m(test::size(), 1, opt);
+    CHECK_OK(zrt_checkpoint_load(m.engine, path.c_str()));
+    m.train(2, 2);
+    EXPECT_EQ(m.values(), straight) << "optimizer " << opt;
+    // An Adam engine refuses momentum state, by name.
+    if (opt == ZRT_OPTIMIZER_SGD) {
+      Model adam(test::size(), 1, ZRT_OPTIMIZER_ADAMW);
+      EXPECT_EQ(zrt_checkpoint_load(adam.engine, path.c_str()), ZRT_ERR_IO);
+      mentions("holds 'momentum' optimizer state");
+    }
+  }
+}
+
+TEST(Checkpoint, DamagedFilesAreClearErrorsAndChangeNothing) {
+  const std::string dir = shared_dir();
+  const std::string good = dir + "/good.h5";
+  Model m(test::size(), 2);
+  m.train(2, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, good.c_str(), nullptr));
+  auto before = m.values();
+
+  auto damaged = [&](const std::string &name, auto &&damage) {
+    std::string path = dir + "/" + name;
+    if (test::rank() == 0) {
+      std::filesystem::copy_file(good, path, std::filesystem::copy_options::overwrite_existing);
+      damage(path);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return path;
+  };
+  auto with_file = [](const std::string &path, auto &&edit) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    edit(f);
+    H5Fclose(f);
+  };
+
+  // A flipped byte in a dataset's values.
+  std::string flipped = damaged("flipped.h5", [&](const std::string &path) {
+    haddr_t offset = 0;
+    with_file(path, [&](hid_t f) {
+      hid_t d = H5Dopen2(f, "params/layer2.w", H5P_DEFAULT);
+      offset = H5Dget_offset(d);
+      H5Dclose(d);
+    });
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(static_cast<std::streamoff>(offset + 5));
+    char c = 0;
+    io.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    io.seekp(static_cast<std::streamoff>(offset + 5));
+    io.write(&c, 1);
+  });
+  EXPECT_EQ(zrt_checkpoint_load(m.engine, flipped.c_str()), ZRT_ERR_IO);
+  mentions("dataset /params/layer2.w does not match its checksum");
+
+  std::string truncated = damaged("truncated.h5", [](const std::string &path) {
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  });
+  EXPECT_EQ(zrt_checkpoint_load(m.engine, truncated.c_str()), ZRT_ERR_IO);
+  EXPECT_FALSE(test::last_error().empty());
+
+  std::string missing = damaged("missing.h5", [&](const std::string &path) {
+    with_file(path, [](hid_t f) { H5Ldelete(f, "optimizer/exp_avg/layer3.w", H5P_DEFAULT); });
+  });
+  EXPECT_EQ(zrt_checkpoint_load(m.engine, missing.c_str()), ZRT_ERR_IO);
+  mentions("optimizer/exp_avg/layer3.w is missing");
+
+  std::string newer = damaged("newer.h5", [&](const std::string &path) {
+    with_file(path, [](hid_t f) {
+      int64_t v = 99;
+      hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+      H5Awrite(a, H5T_NATIVE_INT64, &v);
+      H5Aclose(a);
+    });
+  });
+  EXPECT_EQ(zrt_checkpoint_load(m.engine, newer.c_str()), ZRT_ERR_IO);
+  mentions("format version 99, newer than this zerort");
+
+  std::string nowhere = dir + "/no-such-file.h5";
+  EXPECT_EQ(zrt_checkpoint_load(m.engine, nowhere.c_str()), ZRT_ERR_IO);
+  mentions("cannot open checkpoint");
+
+  // A model of another shape.
+  auto shapes = kShapes;
+  shapes[0] = {7, 6};
+  Model other(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, shapes);
+  EXPECT_EQ(zrt_checkpoint_load(other.engine, good.c_str()), ZRT_ERR_IO);
+  mentions(
+      "dataset /params/layer0.w has shape [7, 5] but the engine registered 'layer0.w' with shape "
+      "[7, 6]");
+
+  // Nothing was overwritten by the failed loads.
+  EXPECT_EQ(m.values(), before);
+  CHECK_OK(zrt_checkpoint_load(m.engine, good.c_str()));
+  EXPECT_EQ(m.values(), before);
+}
+
+TEST(Checkpoint, KeepLastMetadataAndBetweenSteps) {
+  const std::string dir = shared_dir() + "/keep";
+  if (test::rank() == 0) std::filesystem::create_directories(dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  Model m(test::size(), 3);
+  zrt_checkpoint_params_t p = {};
+  p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST | ZRT_CHECKPOINT_PARAM_FIELD_METADATA;
+  p.keep_last = 2;
+  std::string pattern = dir + "/ckpt_{step}.h5";
+  for (int i = 0; i < 4; ++i) {
+    m.train(1, i);
+    std::string meta = fmt::format(R"({{"loader_position": {}, "seed": 1234}})", 1000 * (i + 1));
+    p.metadata = meta.c_str();
+    CHECK_OK(zrt_checkpoint_save(m.engine, pattern.c_str(), &p));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::vector<std::string> left;
+  for (auto &e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"ckpt_00000003.h5", "ckpt_00000004.h5"}));
+  size_t n = 0;
+  std::string last = dir + "/ckpt_00000004.h5";
+  CHECK_OK(zrt_checkpoint_describe(last.c_str(), nullptr, 0, &n));
+  std::string text(n + 1, '\0');
+  CHECK_OK(zrt_checkpoint_describe(last.c_str(), text.data(), text.size(), &n));
+  text.resize(n);
+  nlohmann::json d = nlohmann::json::parse(text);
+  EXPECT_EQ(d["step"], 4);
+  EXPECT_EQ(d["stage"], 3);
+  EXPECT_EQ(d["world_size"], test::size());
+  EXPECT_EQ(d["metadata"]["loader_position"], 4000);
+  EXPECT_EQ(d["optimizer"]["type"], "adamw");
+
+  // Not in the middle of a step, and not with bad metadata.
+  void *g = nullptr;
+  CHECK_OK(zrt_grad_data(m.engine, m.params[0], &g));
+  CHECK_OK(zrt_grad_ready(m.engine, m.params[0]));
+  EXPECT_EQ(zrt_checkpoint_save(m.engine, (dir + "/x.h5").c_str(), nullptr), ZRT_ERR_INVALID_STATE);
+  mentions("between optimizer steps");
+  for (size_t t = 1; t < m.params.size(); ++t) {
+    CHECK_OK(zrt_grad_data(m.engine, m.params[t], &g));
+    CHECK_OK(zrt_grad_ready(m.engine, m.params[t]));
+  }
+  CHECK_OK(zrt_engine_step(m.engine, nullptr));
+  p.metadata = "{not json";
+  EXPECT_EQ(zrt_checkpoint_save(m.engine, (dir + "/x.h5").c_str(), &p), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("metadata is not valid JSON");
+}
+
+TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
+  const std::string path = shared_dir() + "/weights_only.h5";
+  std::vector<std::vector<float>> weights;
+  if (test::rank() == 0) {
+    zrt_checkpoint_h c = nullptr;
+    CHECK_OK(zrt_checkpoint_create(path.c_str(), R"({"source": "test"})", &c));
+    for (size_t t = 0; t < kShapes.size(); ++t) {
+      size_t n = 1;
+      for (auto d : kShapes[t])
+        n *= static_cast<size_t>(d);
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<float>(t) + 0.001f * static_cast<float>(i);
+      CHECK_OK(zrt_checkpoint_write(c, fmt::format("layer{}.w", t).c_str(),
+                                    static_cast<int>(kShapes[t].size()), kShapes[t].data(),
+                                    v.data()));
+      weights.push_back(v);
+    }
+    EXPECT_EQ(zrt_checkpoint_write(c, "layer0.w", 1, kShapes[1].data(), weights[1].data()),
+              ZRT_ERR_INVALID_ARGUMENT);
+    CHECK_OK(zrt_checkpoint_close(c));
+    // Verify with the reader.
+    CHECK_OK(zrt_checkpoint_open(path.c_str(), &c));
+    int count = 0, ok = 0;
+    zrt_checkpoint_tensor_count(c, &count);
+    EXPECT_EQ(count, static_cast<int>(kShapes.size()));
+    for (int i = 0; i < count; ++i) {
+      CHECK_OK(zrt_checkpoint_verify(c, i, &ok));
+      EXPECT_EQ(ok, 1);
+    }
+    zrt_checkpoint_close(c);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Model m(test::size(), 2);
+  CHECK_OK(zrt_checkpoint_load(m.engine, path.c_str()));
+  if (test::rank() == 0) {
+    EXPECT_EQ(m.values(), weights);
+  } else {
+    m.values();
+  }
+  m.train(1, 0);  // moments start from zero: a normal first step
+  zrt_step_report_t r{};
+  for (zrt_param_h h : m.params) {
+    void *g = nullptr;
+    CHECK_OK(zrt_grad_data(m.engine, h, &g));
+    CHECK_OK(zrt_grad_ready(m.engine, h));
+  }
+  CHECK_OK(zrt_engine_step(m.engine, &r));
+  EXPECT_EQ(r.step, 2);
+}
