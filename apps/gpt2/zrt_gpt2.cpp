@@ -1,11 +1,13 @@
-// zrt-gpt2: trains GPT-2 (Kokkos, KokkosKernels' gemm) on zerort.
+// zrt-gpt2: trains GPT-2 (Kokkos, KokkosKernels' gemm) on zerort's ZeRO engine.
 //
-//   mpirun -np 2 zrt-gpt2 --config d2 --steps 200 --data apps/data/cache/moby-dick
+//   mpirun -np 2 zrt-gpt2 --config d2 --steps 200 --zero-stage 2 --data apps/data/cache/moby-dick
 //   zrt-gpt2 --help
 //
-// Until zerort's ZeRO engine is implemented the model states live in the program
-// (train/local_model_state.hpp, stage 0 data parallelism); --zero-stage 1-3, --save and
-// --resume say so and stop before doing anything.
+// Checkpoints are zerort's (zerort/checkpoint.h): --save writes one at the end, every
+// --save-every steps and on SIGUSR1/SIGTERM (Slurm's warning before a time limit or a
+// preemption), after which the program exits with status 75 (EX_TEMPFAIL: "requeue me");
+// --resume continues from one. --offload-activations needs zerort's activation offload
+// (zerort/memory.h), which this build does not have yet: it says so and stops.
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -15,21 +17,28 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "train/local_model_state.hpp"
+#include "train/engine_model_state.hpp"
 #include "train/trainer.hpp"
 
 namespace {
+
+constexpr int kExitStopped = 75;  // EX_TEMPFAIL
 
 struct Cli {
   gpt2::TrainOptions train;
   std::string config = "d2";
   std::optional<int> n_layer, n_head, n_embd, vocab_size, n_positions;
-  int zero_stage = 0;
+  int zero_stage = 2;
+  std::string dtype = "fp32";
+  bool deterministic = false;
+  bool offload_activations = false;
+  std::optional<double> bucket_mb;
   std::string data = "apps/data/cache/moby-dick";
   std::string data_format = "auto";
   std::string tokenizer;
@@ -50,9 +59,22 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--n-embd", c.n_embd, "override the channels");
   app.add_option("--vocab-size", c.vocab_size, "override the vocabulary size");
   app.add_option("--n-positions", c.n_positions, "override the context length");
-  app.add_option("--zero-stage", c.zero_stage, "ZeRO stage 0-3 (1-3 need zerort's engine)")
+  app.add_option("--zero-stage", c.zero_stage,
+                 "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
+                 "and parameters")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
+  app.add_option("--dtype", c.dtype,
+                 "parameters and gradients in the engine: fp32, or bf16 with fp32 master "
+                 "weights (the model computes in fp32 either way)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app.add_flag("--deterministic", c.deterministic,
+               "reductions add in rank order: bitwise-identical results for every stage and run "
+               "at a given number of ranks");
+  app.add_option("--bucket-mb", c.bucket_mb,
+                 "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--steps", t.steps, "optimizer steps")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -88,6 +110,8 @@ void add_options(CLI::App &app, Cli &c) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--recompute", t.recompute, "recompute activations in backward (less memory)");
+  app.add_flag("--offload-activations", c.offload_activations,
+               "keep block outputs in host memory through zerort (needs zerort/memory.h)");
   app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
   app.add_option("--data", c.data, "folder with train.bin and val.bin (apps/data/prepare)")
       ->capture_default_str();
@@ -122,23 +146,35 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--log-every", t.log_every, "progress line every N steps")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--save", c.save, "checkpoint file to write (zerort HDF5 checkpoint)");
-  app.add_option("--resume", c.resume, "checkpoint file to resume from");
+  app.add_option("--save", c.save,
+                 "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
+                 "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
+  app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--resume", c.resume,
+                 "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
 }
 
 // What stops the run before it starts: options that need parts of zerort that are not
 // implemented yet. Checked first, so nothing is read or written.
 void check_supported(const Cli &c) {
-  if (c.zero_stage != 0)
-    throw std::runtime_error(fmt::format(
-        "--zero-stage {} needs zerort's ZeRO engine (zrt_engine_*), which this build does not "
-        "implement yet; --zero-stage 0 trains with full model states on every rank",
-        c.zero_stage));
-  if (!c.save.empty() || !c.resume.empty())
-    throw std::runtime_error(fmt::format(
-        "{} needs zerort's HDF5 checkpoints (zrt_checkpoint_*), which this build does not "
-        "implement yet",
-        c.save.empty() ? "--resume" : "--save"));
+  if (c.offload_activations)
+    throw std::runtime_error(
+        "--offload-activations needs zerort's activation offload (zerort/memory.h: "
+        "zrt_offload_push/prefetch/fetch), which this build does not implement yet; "
+        "--recompute saves activation memory instead");
+}
+
+gpt2::EngineOptions engine_options(const Cli &c) {
+  gpt2::EngineOptions e;
+  e.stage = c.zero_stage;
+  e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+  e.deterministic = c.deterministic;
+  e.optimizer = c.train.optimizer;
+  e.lr = c.train.lr.max_lr;
+  if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
+  return e;
 }
 
 gpt2::Gpt2Config model_config(const Cli &c) {
@@ -211,40 +247,55 @@ int main(int argc, char **argv) {
     gpt2::World world{rank, size, nullptr};
     zrt_context_comm(ctx, &world.comm);
 
-    // Set up everything that can fail on bad input, then agree across ranks, so that a
-    // problem on one rank (a file missing on one node) stops every rank with its message.
+    // Set up everything that can fail on bad input, agreeing across ranks after each part,
+    // so that a problem on one rank (a file missing on one node) stops every rank with its
+    // message instead of leaving the others waiting in a collective.
     std::unique_ptr<gpt2::ModelState> state;
     std::unique_ptr<gpt2::Trainer> trainer;
-    std::string error;
-    try {
-      check_supported(cli);
-      cli.train.config = model_config(cli);
-      cli.train.data_dir = cli.data;
-      cli.train.data_format = gpt2::parse_token_format(cli.data_format);
-      cli.train.tokenizer_dir = cli.tokenizer.empty()
-                                    ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
-                                    : std::filesystem::path(cli.tokenizer);
-      cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
-      cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
-      check_blas(rank == 0);
-      state = gpt2::make_local_model_state(cli.train.config, cli.train.optimizer, world.comm);
-      trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world);
-    } catch (const std::exception &e) {
-      error = e.what();
-    }
-    int failed_rank = -1;
-    st = zrt_comm_agree_status(world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT,
-                               &failed_rank);
-    if (st != ZRT_SUCCESS) {
+    auto agreed = [&](const std::function<void()> &part) {
+      std::string error;
+      try {
+        part();
+      } catch (const std::exception &e) {
+        error = e.what();
+      }
+      int failed_rank = -1;
+      zrt_status_t agreed_st = zrt_comm_agree_status(
+          world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
       // The lowest failing rank speaks; usually every rank failed alike (a bad option).
-      if (rank == failed_rank)
+      if (agreed_st != ZRT_SUCCESS && rank == failed_rank)
         fmt::print(stderr, "zrt-gpt2: {}{}\n", rank > 0 ? fmt::format("rank {}: ", rank) : "",
                    error);
+      return agreed_st == ZRT_SUCCESS;
+    };
+    const bool ready =
+        agreed([&] {
+          check_supported(cli);
+          cli.train.config = model_config(cli);
+          cli.train.data_dir = cli.data;
+          cli.train.save_path = cli.save;
+          cli.train.resume_path = cli.resume;
+          cli.train.data_format = gpt2::parse_token_format(cli.data_format);
+          cli.train.tokenizer_dir =
+              cli.tokenizer.empty() ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
+                                    : std::filesystem::path(cli.tokenizer);
+          cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
+          cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
+          check_blas(rank == 0);
+        }) &&
+        // Collective: the engine agrees on its own errors, so every rank gets here.
+        agreed([&] {
+          state = gpt2::make_engine_model_state(ctx, cli.train.config, engine_options(cli));
+        }) &&
+        agreed([&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
+    if (!ready) {
       rc = 1;
     } else {
       try {
         gpt2::TrainResult result = trainer->run();
-        (void)result;
+        // Stopped by a signal (a time limit or a preemption coming): "try again later", so
+        // that a batch script can requeue the job, which then resumes from the checkpoint.
+        if (result.stopped) rc = kExitStopped;
       } catch (const std::exception &e) {
         fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, e.what());
         // Other ranks may be inside a collective: end the job rather than hang.

@@ -32,6 +32,16 @@ void DataLoader::seek(int64_t position, int64_t epoch) {
   epoch_ = epoch;
 }
 
+void DataLoader::skip(int64_t batches) {
+  for (int64_t i = 0; i < batches; ++i) {
+    if (position_ + batch_tokens_ + 1 > static_cast<int64_t>(file_.size())) {
+      position_ = batch_tokens_ * rank_;
+      ++epoch_;
+    }
+    position_ += batch_tokens_ * nranks_;
+  }
+}
+
 int64_t DataLoader::batches_per_epoch() const {
   return (static_cast<int64_t>(file_.size()) - 1) / (batch_tokens_ * nranks_);
 }

@@ -25,6 +25,8 @@ class DataLoader {
   /// Where the next batch starts (for checkpoints: seek() resumes there).
   int64_t position() const { return position_; }
   void seek(int64_t position, int64_t epoch);
+  /// Moves past @p batches batches without reading them, as as many next() calls would.
+  void skip(int64_t batches);
   /// Batches per epoch and rank.
   int64_t batches_per_epoch() const;
 

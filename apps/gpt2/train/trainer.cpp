@@ -14,6 +14,7 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
+#include "train/checkpoint_info.hpp"
 #include "train/signals.hpp"
 
 namespace gpt2 {
@@ -80,41 +81,104 @@ struct Trainer::Impl {
     lr_ = opt.lr;
     lr_.total_steps = opt.steps;
     lr_.validate();
+    if (!opt.save_path.empty()) {
+      // Found out now, not after hours of training.
+      const auto dir = std::filesystem::absolute(opt.save_path).parent_path();
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (!std::filesystem::is_directory(dir))
+        throw std::runtime_error(fmt::format("--save {}: cannot create the folder {}",
+                                             opt.save_path.string(), dir.string()));
+    }
+    if (!opt.resume_path.empty())
+      resume_.emplace(read_checkpoint_info(opt.resume_path, opt.config));
+  }
+
+  // Loads the checkpoint and moves the loader past the batches the saved run had read
+  // (the same batches when batch, sequence length and ranks are the same). Collective.
+  int64_t resume() {
+    const CheckpointInfo &r = *resume_;
+    state_.load(r.path.string());
+    const nlohmann::json &m = r.metadata;
+    const int64_t saved_batch_tokens = m.value("batch", int64_t{opt_.batch}) *
+                                       m.value("seq", int64_t{opt_.seq}) *
+                                       m.value("ranks", int64_t{world_.size});
+    const int64_t batch_tokens = int64_t{opt_.batch} * opt_.seq * world_.size;
+    micro_batches_ = r.micro_batches * saved_batch_tokens / batch_tokens;
+    train_loader_.skip(micro_batches_);
+    if (lead_) {
+      fmt::print("resumed from {} at step {}\n", r.path.string(), r.step);
+      if (saved_batch_tokens != batch_tokens || m.value("steps", opt_.steps) != opt_.steps)
+        fmt::print(
+            "note: it was saved by a run of batch {} x {} tokens on {} rank(s) planning {} "
+            "steps; this one continues at the same token of the data, with its own schedule\n",
+            m.value("batch", 0), m.value("seq", 0), m.value("ranks", 0), m.value("steps", 0));
+    }
+    return r.step;
+  }
+
+  // Writes a checkpoint after @p step. Collective.
+  std::filesystem::path save(int64_t step) {
+    const nlohmann::json meta = {{"program", "zrt-gpt2"},
+                                 {"model", opt_.config.to_json()},
+                                 {"step", step},
+                                 {"micro_batches", micro_batches_},
+                                 {"batch", opt_.batch},
+                                 {"seq", opt_.seq},
+                                 {"ranks", world_.size},
+                                 {"accumulation_steps", opt_.optimizer.accumulation_steps},
+                                 {"steps", opt_.steps},
+                                 {"seed", opt_.seed},
+                                 {"data", opt_.data_dir.string()}};
+    const auto t0 = Clock::now();
+    state_.save(opt_.save_path.string(), meta.dump());
+    std::string path = opt_.save_path.string();
+    if (auto at = path.find("{step}"); at != std::string::npos)
+      path.replace(at, 6, fmt::format("{:08d}", step));
+    if (lead_) fmt::print("checkpoint: {} (step {}, {:.1f} s)\n", path, step, seconds_since(t0));
+    std::fflush(stdout);
+    return path;
   }
 
   TrainResult run() {
-    model_.init_parameters(opt_.seed);
     header();
+    int64_t step = 0;
+    if (resume_)
+      step = resume();
+    else
+      model_.init_parameters(opt_.seed);
     install_stop_signals();
     TrainResult result;
+    result.first_step = step;
     const int accum = std::max(1, opt_.optimizer.accumulation_steps);
     const double tokens_per_step =
         double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
     double time_sum = 0;
-    int64_t step = 0;
     while (step < opt_.steps) {
       const auto t0 = Clock::now();
       double loss = 0;
+      const double lr = lr_.at(step);
+      StepReport report;
       for (int k = 0; k < accum; ++k) {
         train_loader_.next(batch_.inputs, batch_.targets);
+        ++micro_batches_;
         batch_.to_device();
         loss +=
             model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq) / accum;
-        state_.begin_micro_step(k);
-        // The mean over micro-steps: each backward carries 1/accum of the gradient.
+        // The gradient of the loss itself (times the fp16 loss scale): the model states sum
+        // the micro-steps and divide by their number and by the ranks.
         model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
-                        1.0f / static_cast<float>(accum));
+                        static_cast<float>(state_.loss_scale()));
+        report = state_.step(lr);
       }
-      const double lr = lr_.at(step);
-      StepReport report = state_.step(lr);
-      Kokkos::fence();
       ++step;
       // One small all-reduce: the mean loss, and whether any rank was asked to stop.
       std::vector<double> shared = {loss, double(stop_signal())};
       sum_over_ranks(world_, shared);
       loss = shared[0] / world_.size;
       const double dt = seconds_since(t0);
-      if (step > 1 || opt_.steps == 1) time_sum += dt;  // the first step warms caches up
+      const int64_t done = step - result.first_step;    // in this run
+      if (done > 1 || opt_.steps == 1) time_sum += dt;  // the first step warms caches up
 
       StepMetrics m;
       m.step = step;
@@ -130,11 +194,11 @@ struct Trainer::Impl {
       log_.step(m);
       result.losses.push_back(loss);
       // After the first step its own time is the only estimate there is.
-      const double per_step = step > 1 ? time_sum / double(step - 1) : dt;
+      const double per_step = done > 1 ? time_sum / double(done - 1) : dt;
       const double eta = per_step * double(opt_.steps - step);
-      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || step == 1))
+      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || done == 1))
         fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
-                   report.applied ? "" : " | step skipped (non-finite gradient)");
+                   report.applied ? "" : " | update skipped (non-finite gradient)");
       std::fflush(stdout);
 
       if (shared[1] > 0) {
@@ -148,16 +212,27 @@ struct Trainer::Impl {
                                                 : "another rank received a stop signal");
         break;
       }
+      if (!opt_.save_path.empty() && opt_.save_every > 0 && step % opt_.save_every == 0 &&
+          step < opt_.steps)
+        result.checkpoint = save(step);
       if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
         result.evals.push_back(evaluate(step));
       if (opt_.sample_every > 0 && step % opt_.sample_every == 0 && step < opt_.steps)
         result.last_sample = generate(step);
     }
     result.steps_done = step;
+    if (!opt_.save_path.empty()) result.checkpoint = save(step);
     if (!result.stopped) {  // when preempted, time is short: save and go
       result.evals.push_back(evaluate(step));
       if (opt_.sample_every >= 0) result.last_sample = generate(step);
     }
+    result.memory = state_.memory();
+    result.stage0_bytes = state_.stage0_bytes();
+    if (lead_)
+      fmt::print(
+          "memory per rank: model states {} (stage 0: {}), activations {}, peak resident {}\n",
+          format_bytes(result.memory.total()), format_bytes(result.stage0_bytes),
+          format_bytes(acts_.bytes() + sample_bytes_), format_bytes(peak_resident_bytes()));
     if (opt_.plot && world_.rank == 0) {
       try {
         result.plots = write_plots(
@@ -191,7 +266,9 @@ struct Trainer::Impl {
                            {"steps", opt_.steps},
                            {"lr", opt_.lr.max_lr},
                            {"recompute", opt_.recompute},
-                           {"model_states", state_.describe()}};
+                           {"model_states", state_.describe()},
+                           {"mem_model_states", state_.memory().total()},
+                           {"mem_model_states_stage0", state_.stage0_bytes()}};
     log_.run(info);
     if (!lead_) return;
     fmt::print(
@@ -212,6 +289,13 @@ struct Trainer::Impl {
         lr_.max_lr, lr_.warmup_steps, lr_.min_lr,
         opt_.recompute ? "activations recomputed in backward" : "activations kept");
     fmt::print("model states: {}\n", state_.describe());
+    const StateMemory mem = state_.memory();
+    fmt::print(
+        "model states per rank: {} (parameters {}, gradients {}, master weights {}, AdamW {}, "
+        "buckets {}); stage 0 would hold {}\n",
+        format_bytes(mem.total()), format_bytes(mem.parameters), format_bytes(mem.gradients),
+        format_bytes(mem.master_weights), format_bytes(mem.optimizer_state),
+        format_bytes(mem.buckets), format_bytes(state_.stage0_bytes()));
     std::fflush(stdout);
   }
 
@@ -267,6 +351,8 @@ struct Trainer::Impl {
   Batch batch_;
   MetricsLog log_;
   LrSchedule lr_;
+  std::optional<CheckpointInfo> resume_;
+  int64_t micro_batches_ = 0;  // batches this rank's loader has read, over all runs
 };
 
 Trainer::Trainer(const TrainOptions &options, ModelState &state, const World &world)

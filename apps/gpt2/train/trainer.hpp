@@ -48,6 +48,11 @@ struct TrainOptions {
   std::filesystem::path plot_dir = ".";
   int64_t log_every = 1;
   bool quiet = false;  // no progress lines (tests)
+  // Checkpoints (zerort's HDF5, train/checkpoint_info.hpp): written at the end, every
+  // save_every steps, and when a stop signal arrives; "{step}" in the path becomes the step.
+  std::filesystem::path save_path;
+  int64_t save_every = 0;             // 0: only at the end (or on a signal)
+  std::filesystem::path resume_path;  // continue from this checkpoint
 };
 
 struct TrainResult {
@@ -58,16 +63,22 @@ struct TrainResult {
   int stop_signal = 0;   // the signal this rank received, or 0
   std::string last_sample;
   PlotFiles plots;
+  StateMemory memory;                // this rank's model states at the end
+  int64_t stage0_bytes = 0;          // what stage 0 would hold instead
+  int64_t first_step = 0;            // steps already done when the run began (a resumed run)
+  std::filesystem::path checkpoint;  // the last one written, if any
 };
 
 class Trainer {
  public:
-  /// Opens and checks the data and the tokenizer, builds the model over @p state's store,
-  /// and allocates activations. Throws on bad input, before anything collective, so the
+  /// Opens and checks the data, the tokenizer and the checkpoint to resume from (its model
+  /// must be @p options.config), builds the model over @p state's store, and allocates
+  /// activations. Throws on bad input, before anything collective, so the
   /// caller can agree on success across ranks. Local.
   Trainer(const TrainOptions &options, ModelState &state, const World &world);
   ~Trainer();
-  /// Initializes the parameters and trains. Collective over the world.
+  /// Initializes the parameters (or loads the checkpoint) and trains. Collective over the
+  /// world.
   TrainResult run();
 
  private:
