@@ -4,12 +4,16 @@
 //   mpirun -np 2 zrt-bench comm [--json] [--max-bytes 64M]
 //   zrt-bench adam [--params 1e8]
 //   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
+//   mpirun -np 2 zrt-bench gpt2 [--json]        (built with Kokkos)
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
 #include "bench_adam.hpp"
 #include "bench_comm.hpp"
 #include "bench_zero.hpp"
+#ifdef BENCH_WITH_GPT2
+#include "bench_gpt2.hpp"
+#endif
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -18,6 +22,9 @@ int main(int argc, char **argv) {
   add_comm_bench(app);
   add_adam_bench(app);
   add_zero_bench(app);
+#ifdef BENCH_WITH_GPT2
+  add_gpt2_bench(app);  // needs Kokkos
+#endif
   int rc = 0;
   try {
     app.parse(argc, argv);

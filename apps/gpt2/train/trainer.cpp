@@ -230,8 +230,11 @@ struct Trainer::Impl {
     result.stage0_bytes = state_.stage0_bytes();
     if (lead_)
       fmt::print(
-          "memory per rank: model states {} (stage 0: {}), activations {}, peak resident {}\n",
-          format_bytes(result.memory.total()), format_bytes(result.stage0_bytes),
+          "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
+          "{}), activations {}, peak resident {}\n",
+          format_bytes(result.memory.total()),
+          format_bytes(result.memory.total() - result.memory.buckets),
+          format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
           format_bytes(acts_.bytes() + sample_bytes_), format_bytes(peak_resident_bytes()));
     if (opt_.plot && world_.rank == 0) {
       try {
