@@ -7,6 +7,7 @@
 //   zrt-bench adam [--params 1e8]
 //   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
 //   mpirun -np 2 zrt-bench ckpt [--dir /tmp --stage 2]
+//   mpirun -np 2 zrt-bench gpt2 [--json]        (built with Kokkos)
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,9 @@
 #include "bench_offload.hpp"
 #include "bench_pool.hpp"
 #include "bench_zero.hpp"
+#ifdef BENCH_WITH_GPT2
+#include "bench_gpt2.hpp"
+#endif
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -27,6 +31,9 @@ int main(int argc, char **argv) {
   add_adam_bench(app);
   add_zero_bench(app);
   add_ckpt_bench(app);
+#ifdef BENCH_WITH_GPT2
+  add_gpt2_bench(app);  // needs Kokkos
+#endif
   int rc = 0;
   try {
     app.parse(argc, argv);

@@ -2,8 +2,8 @@
 # Runs the examples of README.md, so the manual cannot drift from the code.
 #   <!-- readme-test: c FILE -->  the next ```c block is written to FILE
 #   <!-- readme-test: sh -->      the next ```sh block runs, line by line, and must succeed
-# They run in a scratch folder where build/, runtime/ and scripts/ point at the real ones,
-# so the README can show the paths a user types from the repository root.
+# They run in a scratch folder where build/, runtime/, scripts/ and apps/ point at the real
+# ones, so the README can show the paths a user types from the repository root.
 set -euo pipefail
 readme=$1
 build=$(cd "$2" && pwd)
@@ -13,6 +13,7 @@ trap 'rm -rf "$work"' EXIT
 ln -s "$build" "$work/build"
 ln -s "$src/runtime" "$work/runtime"
 ln -s "$src/scripts" "$work/scripts"
+ln -s "$src/apps" "$work/apps"
 cd "$work"
 
 mode="" file="" in_block=0 blocks=0

@@ -1,0 +1,213 @@
+// zrt-bench gpt2: tokens/s and model FLOP/s of GPT-2 training steps (zrt-gpt2's model on
+// zerort's engine, forward + backward + ZeRO step) against the FLOP/s KokkosBlas::gemm
+// reaches on the same matrix shapes on the same ranks, measured in the same run.
+//
+// Model FLOPs per step are llm.c's (PaLM's) count: 6 x parameters x tokens for the matrix
+// products, plus 12 x layers x channels x sequence length x tokens for attention. The
+// baseline runs, on every rank at once, the gemms one training step of this rank's share
+// makes: for each linear layer its forward product and both backward ones (input and
+// weight gradients), for every block and the LM head.
+#include "bench_gpt2.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <zerort/zerort.h>
+
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "model/activations.hpp"
+#include "model/gpt2_model.hpp"
+#include "model/matmul.hpp"
+#include "train/engine_model_state.hpp"
+
+namespace {
+
+struct Gpt2BenchOptions {
+  bool json = false;
+  std::string config = "gpt2";
+  int global_batch = 4;
+  int seq = 64;
+  int steps = 3;
+  int stage = 2;
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Median over ranks' slowest time of fn(), after one warm-up call. Collective.
+double median_time(int reps, const std::function<void()> &fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    fn();
+    Kokkos::fence();
+    double dt = now() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    t.push_back(dt);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The gemms of one training step of N rows through every linear layer; returns its FLOPs.
+struct GemmStep {
+  struct Shape {
+    int64_t in, out;  // C -> OC
+    int count;        // layers with this shape
+  };
+  GemmStep(const gpt2::Gpt2Config &c, int64_t rows) : n(rows) {
+    const int64_t C = c.channels;
+    shapes = {{C, 3 * C, c.num_layers},
+              {C, C, c.num_layers},
+              {C, 4 * C, c.num_layers},
+              {4 * C, C, c.num_layers},
+              {C, c.vocab_size, 1}};
+    int64_t max_in = 0, max_out = 0;
+    for (const Shape &s : shapes) {
+      max_in = std::max(max_in, s.in);
+      max_out = std::max(max_out, s.out);
+    }
+    x = Kokkos::View<float *, gpt2::MemSpace>("x", size_t(n * max_in));
+    y = Kokkos::View<float *, gpt2::MemSpace>("y", size_t(n * max_out));
+    w = Kokkos::View<float *, gpt2::MemSpace>("w", size_t(max_in * max_out));
+    Kokkos::deep_copy(x, 0.01f);
+    Kokkos::deep_copy(y, 0.01f);
+    Kokkos::deep_copy(w, 0.01f);
+  }
+  double flops() const {
+    double f = 0;
+    for (const Shape &s : shapes)
+      f += 3.0 * 2.0 * double(n) * double(s.in) * double(s.out) * s.count;
+    return f;
+  }
+  void run() {
+    using gpt2::CMat;
+    using gpt2::Mat;
+    for (const Shape &s : shapes) {
+      Mat<float> X(x.data(), size_t(n), size_t(s.in)), Y(y.data(), size_t(n), size_t(s.out)),
+          W(w.data(), size_t(s.out), size_t(s.in));
+      for (int l = 0; l < s.count; ++l) {
+        gpt2::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);  // forward
+        gpt2::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, X);  // dinp
+        gpt2::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, W);  // dweight
+      }
+    }
+  }
+  int64_t n;
+  std::vector<Shape> shapes;
+  Kokkos::View<float *, gpt2::MemSpace> x, y, w;
+};
+
+void run_gpt2_bench(const Gpt2BenchOptions &opt) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Kokkos::ScopeGuard kokkos;
+  zrt_context_h ctx = nullptr;
+  if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
+    std::fprintf(stderr, "zrt-bench gpt2: zrt_init: %s\n", zrt_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  try {
+    const gpt2::Gpt2Config cfg = gpt2::Gpt2Config::from_name_or_file(opt.config);
+    if (opt.global_batch % size != 0)
+      throw std::invalid_argument(
+          fmt::format("--batch {} does not split over {} ranks", opt.global_batch, size));
+    const int B = opt.global_batch / size, T = opt.seq;
+    gpt2::EngineOptions eo;
+    eo.stage = opt.stage;
+    auto state = gpt2::make_engine_model_state(ctx, cfg, eo);
+    gpt2::Gpt2Model<float> model(cfg, state->store());
+    gpt2::Activations<float> acts(cfg, B, T, gpt2::ActivationMode::keep);
+    model.init_parameters(1337);
+    std::vector<int> host(size_t(B) * T);
+    std::mt19937 rng(1234 + unsigned(rank));
+    for (int &t : host)
+      t = int(rng() % unsigned(cfg.vocab_size));
+    Kokkos::View<int *, gpt2::MemSpace> tokens("tokens", host.size()),
+        targets("targets", host.size());
+    using HostView = Kokkos::View<const int *, Kokkos::HostSpace, gpt2::Unmanaged>;
+    Kokkos::deep_copy(tokens, HostView(host.data(), host.size()));
+    std::rotate(host.begin(), host.begin() + 1, host.end());
+    Kokkos::deep_copy(targets, HostView(host.data(), host.size()));
+
+    const double step_s = median_time(opt.steps, [&] {
+      model.forward(acts, tokens, targets, B, T);
+      model.backward(acts, tokens, targets, B, T, 1.0f);
+      state->step(1e-4);
+    });
+    state.reset();
+
+    GemmStep gemms(cfg, int64_t(B) * T);
+    const double gemm_s = median_time(opt.steps, [&] { gemms.run(); });
+
+    const double tokens_per_step = double(opt.global_batch) * T;
+    const double P = double(cfg.num_parameters());
+    const double model_flops =
+        (6.0 * P + 12.0 * cfg.num_layers * cfg.channels * T) * tokens_per_step;
+    const double model_gflops = model_flops / step_s / 1e9;
+    const double sgemm_gflops = gemms.flops() * size / gemm_s / 1e9;  // all ranks at once
+    const double frac = model_gflops / sgemm_gflops;
+    if (rank == 0) {
+      if (opt.json) {
+        nlohmann::json j = {{"bench", "gpt2"},
+                            {"config", cfg.name},
+                            {"parameters", cfg.num_parameters()},
+                            {"ranks", size},
+                            {"zero_stage", opt.stage},
+                            {"global_batch", opt.global_batch},
+                            {"seq", T},
+                            {"step_s", step_s},
+                            {"tokens_per_s", tokens_per_step / step_s},
+                            {"model_gflops", model_gflops},
+                            {"sgemm_gflops", sgemm_gflops},
+                            {"frac_of_sgemm", frac}};
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        fmt::print(
+            "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step\n",
+            cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T);
+        fmt::print("  training step   {:8.1f} ms  {:8.0f} tokens/s  {:7.2f} model GFLOP/s\n",
+                   step_s * 1e3, tokens_per_step / step_s, model_gflops);
+        fmt::print(
+            "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
+            "{:7.2f} GFLOP/s\n",
+            gemm_s * 1e3, sgemm_gflops);
+        fmt::print("  model / gemm    {:.2f}\n", frac);
+      }
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "zrt-bench gpt2: rank %d: %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  zrt_finalize(ctx);
+}
+
+}  // namespace
+
+void add_gpt2_bench(CLI::App &app) {
+  auto opt = std::make_shared<Gpt2BenchOptions>();
+  CLI::App *sub = app.add_subcommand(
+      "gpt2", "GPT-2 training steps on zerort vs KokkosBlas::gemm on the model's shapes");
+  sub->add_flag("--json", opt->json, "one JSON object");
+  sub->add_option("--config", opt->config, "model (zrt-gpt2's --config)")->capture_default_str();
+  sub->add_option("--batch", opt->global_batch, "sequences per step, over all ranks")
+      ->capture_default_str();
+  sub->add_option("--seq", opt->seq, "tokens per sequence")->capture_default_str();
+  sub->add_option("--steps", opt->steps, "timed steps (after one warm-up)")->capture_default_str();
+  sub->add_option("--zero-stage", opt->stage, "ZeRO stage")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  sub->callback([opt] { run_gpt2_bench(*opt); });
+}

@@ -1,0 +1,165 @@
+#include "token_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace gpt2 {
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path &path, const std::string &what) {
+  throw std::runtime_error(fmt::format("token file {}: {}", path.string(), what));
+}
+
+}  // namespace
+
+TokenFormat parse_token_format(const std::string &name) {
+  if (name == "auto") return TokenFormat::automatic;
+  if (name == "llmc") return TokenFormat::llmc;
+  if (name == "raw") return TokenFormat::raw;
+  throw std::invalid_argument(
+      fmt::format("unknown token file format '{}': expected auto, llmc or raw", name));
+}
+
+const char *token_format_name(TokenFormat format) {
+  switch (format) {
+    case TokenFormat::automatic:
+      return "auto";
+    case TokenFormat::llmc:
+      return "llmc";
+    case TokenFormat::raw:
+      return "raw";
+  }
+  return "?";
+}
+
+TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format, int vocab_size) {
+  TokenFile f;
+  f.path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail(path, fmt::format("cannot open: {} (run apps/data/prepare, or pass --data DIR with "
+                           "train.bin and val.bin)",
+                           std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "not a regular file");
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  if (bytes > 0) {
+    void *map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      fail(path, fmt::format("cannot map: {}", std::strerror(err)));
+    }
+    f.map_ = map;
+    f.map_bytes_ = bytes;
+  }
+  ::close(fd);
+
+  const auto *base = static_cast<const unsigned char *>(f.map_);
+  int32_t header[kHeaderInts] = {};
+  const size_t header_bytes = sizeof(header);
+  if (bytes >= sizeof(int32_t)) std::memcpy(header, base, std::min(bytes, header_bytes));
+  if (format == TokenFormat::automatic)
+    format = bytes >= sizeof(int32_t) && header[0] == kMagic ? TokenFormat::llmc : TokenFormat::raw;
+  f.format_ = format;
+
+  size_t data_offset = 0;
+  if (format == TokenFormat::llmc) {
+    if (bytes < header_bytes)
+      fail(path,
+           fmt::format("{} bytes is shorter than llm.c's {}-byte header", bytes, header_bytes));
+    if (header[0] != kMagic)
+      fail(path, fmt::format("bad magic number {} in the header (llm.c token files begin with "
+                             "{})",
+                             header[0], kMagic));
+    if (header[1] != 1)
+      fail(path,
+           fmt::format("header version {} is not supported: version 1 holds uint16 GPT-2 "
+                       "tokens{}",
+                       header[1], header[1] == 2 ? " (version 2 is llm.c's uint32 format)" : ""));
+    if (header[2] < 0) fail(path, fmt::format("negative token count {} in the header", header[2]));
+    const size_t want = header_bytes + sizeof(uint16_t) * static_cast<size_t>(header[2]);
+    if (bytes != want)
+      fail(path, fmt::format("the header announces {} tokens ({} bytes with the header) but the "
+                             "file has {} bytes",
+                             header[2], want, bytes));
+    data_offset = header_bytes;
+  } else if (bytes % sizeof(uint16_t) != 0) {
+    fail(path, fmt::format("{} bytes is not a whole number of uint16 tokens", bytes));
+  }
+  f.count_ = (bytes - data_offset) / sizeof(uint16_t);
+  if (f.count_ == 0) fail(path, "holds no tokens");
+  f.tokens_ = reinterpret_cast<const uint16_t *>(base + data_offset);
+
+  for (size_t i = 0; i < f.count_; ++i)
+    if (f.tokens_[i] >= vocab_size)
+      fail(path, fmt::format("token {} at position {} is outside the model's vocabulary of {}",
+                             f.tokens_[i], i, vocab_size));
+  return f;
+}
+
+TokenFile::TokenFile(TokenFile &&other) noexcept {
+  *this = std::move(other);
+}
+
+TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    format_ = other.format_;
+    map_ = std::exchange(other.map_, nullptr);
+    map_bytes_ = std::exchange(other.map_bytes_, 0);
+    tokens_ = std::exchange(other.tokens_, nullptr);
+    count_ = std::exchange(other.count_, 0);
+  }
+  return *this;
+}
+
+TokenFile::~TokenFile() {
+  unmap();
+}
+
+void TokenFile::unmap() {
+  if (map_) ::munmap(map_, map_bytes_);
+  map_ = nullptr;
+}
+
+void write_token_file(const std::filesystem::path &path, std::span<const uint16_t> tokens,
+                      TokenFormat format) {
+  if (format == TokenFormat::automatic)
+    throw std::invalid_argument("write_token_file: choose llmc or raw");
+  if (format == TokenFormat::llmc && tokens.size() > static_cast<size_t>(INT32_MAX))
+    fail(path, fmt::format("{} tokens do not fit llm.c's int32 count", tokens.size()));
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp{}", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(tmp, "cannot create");
+    if (format == TokenFormat::llmc) {
+      int32_t header[TokenFile::kHeaderInts] = {};
+      header[0] = TokenFile::kMagic;
+      header[1] = 1;
+      header[2] = static_cast<int32_t>(tokens.size());
+      out.write(reinterpret_cast<const char *>(header), sizeof(header));
+    }
+    out.write(reinterpret_cast<const char *>(tokens.data()),
+              static_cast<std::streamsize>(tokens.size_bytes()));
+    if (!out.flush()) fail(tmp, "write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace gpt2

@@ -1,0 +1,147 @@
+#include "attention.hpp"
+
+#include "matmul.hpp"
+
+namespace gpt2 {
+// Not an unnamed namespace: CUDA's extended lambdas need functions with external linkage.
+namespace attention_detail {
+
+using Policy2 = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
+
+// Offsets into the head-major buffers.
+KOKKOS_INLINE_FUNCTION int64_t head_offset(AttentionShape s, int which, int b, int h) {
+  return ((int64_t(which) * s.B + b) * s.NH + h) * s.T * s.hs;  // (3, B, NH, T, hs)
+}
+KOKKOS_INLINE_FUNCTION int64_t scores_offset(AttentionShape s, int b, int h) {
+  return (int64_t(b) * s.NH + h) * s.T * s.T;  // (B, NH, T, T)
+}
+
+// Position of element (bt, j) of a (B*T, n*C) row-major tensor in head-major
+// (n, B, NH, T, hs) order.
+KOKKOS_INLINE_FUNCTION int64_t head_index(AttentionShape s, int bt, int j) {
+  const int C = s.NH * s.hs;
+  const int which = j / C, h = (j % C) / s.hs, i = j % s.hs;
+  return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs + i;
+}
+
+// rows (B*T, n*C) -> heads (n, B, NH, T, hs)
+template <class T>
+void to_heads(Vec<T> heads, CMat<T> rows, AttentionShape s) {
+  Kokkos::parallel_for(
+      "attention_to_heads", Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))}),
+      KOKKOS_LAMBDA(int bt, int j) { heads(head_index(s, bt, j)) = rows(bt, j); });
+}
+
+// heads (n, B, NH, T, hs) -> rows (B*T, n*C)
+template <class T>
+void to_rows(Mat<T> rows, CVec<T> heads, AttentionShape s) {
+  Kokkos::parallel_for(
+      "attention_to_rows", Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))}),
+      KOKKOS_LAMBDA(int bt, int j) { rows(bt, j) = heads(head_index(s, bt, j)); });
+}
+
+}  // namespace attention_detail
+
+using namespace attention_detail;
+
+template <class T>
+void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> qkv,
+                       AttentionShape s) {
+  const T scale = T(1) / std::sqrt(T(s.hs));
+  to_heads<T>(qkvp, qkv, s);
+  T *p = qkvp.data();
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.NH; ++h) {
+      auto scores = as_mat(att.data() + scores_offset(s, b, h), s.T, s.T);
+      gemm<T>("N", "T", scale, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs),
+              as_mat<const T>(p + head_offset(s, 1, b, h), s.T, s.hs), T(0), scores);
+    }
+  // Causal softmax of each row (b, h, t) over t2 <= t; zero above the diagonal.
+  const int T_ = s.T;
+  Kokkos::parallel_for(
+      "attention_softmax", TeamPolicy(s.B * s.NH * s.T, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember &team) {
+        const int row = team.league_rank(), t = row % T_;
+        T *a = att.data() + int64_t(row) * T_;
+        T maxv = a[0];
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, t + 1),
+            [&](int t2, T &m) {
+              if (a[t2] > m) m = a[t2];
+            },
+            Kokkos::Max<T>(maxv));
+        T sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, t + 1),
+            [&](int t2, T &acc) {
+              const T e = kmath::exp(a[t2] - maxv);
+              a[t2] = e;
+              acc += e;
+            },
+            sum);
+        const T inv = T(1) / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
+                             [&](int t2) { a[t2] = t2 <= t ? a[t2] * inv : T(0); });
+      });
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.NH; ++h)
+      gemm<T>("N", "N", T(1), as_mat<const T>(att.data() + scores_offset(s, b, h), s.T, s.T),
+              as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
+              as_mat(yp.data() + head_offset(s, 0, b, h), s.T, s.hs));
+  to_rows<T>(out, yp, s);
+}
+
+template <class T>
+void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CMat<T> dout,
+                        CVec<T> qkvp, CVec<T> att, AttentionShape s) {
+  const T scale = T(1) / std::sqrt(T(s.hs));
+  to_heads<T>(doutp, dout, s);
+  const T *p = qkvp.data();
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.NH; ++h) {
+      auto a = as_mat<const T>(att.data() + scores_offset(s, b, h), s.T, s.T);
+      auto dy = as_mat<const T>(doutp.data() + head_offset(s, 0, b, h), s.T, s.hs);
+      // y = att v:  dv = att^T dy,  datt = dy v^T
+      gemm<T>("T", "N", T(1), a, dy, T(0),
+              as_mat(dqkvp.data() + head_offset(s, 2, b, h), s.T, s.hs));
+      gemm<T>("N", "T", T(1), dy, as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
+              as_mat(datt.data() + scores_offset(s, b, h), s.T, s.T));
+    }
+  // Softmax backward per row: dscores = att * (datt - sum_t2(datt * att)). Above the
+  // diagonal att is 0, so the causal mask passes no gradient.
+  const int T_ = s.T;
+  Kokkos::parallel_for(
+      "attention_softmax_backward", TeamPolicy(s.B * s.NH * s.T, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember &team) {
+        const int row = team.league_rank(), t = row % T_;
+        const T *a = att.data() + int64_t(row) * T_;
+        T *d = datt.data() + int64_t(row) * T_;
+        T dot = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, t + 1), [&](int t2, T &acc) { acc += d[t2] * a[t2]; },
+            dot);
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
+                             [&](int t2) { d[t2] = t2 <= t ? a[t2] * (d[t2] - dot) : T(0); });
+      });
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.NH; ++h) {
+      auto ds = as_mat<const T>(datt.data() + scores_offset(s, b, h), s.T, s.T);
+      // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q
+      gemm<T>("N", "N", scale, ds, as_mat<const T>(p + head_offset(s, 1, b, h), s.T, s.hs), T(0),
+              as_mat(dqkvp.data() + head_offset(s, 0, b, h), s.T, s.hs));
+      gemm<T>("T", "N", scale, ds, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs), T(0),
+              as_mat(dqkvp.data() + head_offset(s, 1, b, h), s.T, s.hs));
+    }
+  to_rows<T>(dqkv, dqkvp, s);
+}
+
+#define GPT2_INSTANTIATE(T)                                                                      \
+  template void attention_forward<T>(Mat<T>, Vec<T>, Vec<T>, Vec<T>, CMat<T>, AttentionShape);   \
+  template void attention_backward<T>(Mat<T>, Vec<T>, Vec<T>, Vec<T>, CMat<T>, CVec<T>, CVec<T>, \
+                                      AttentionShape);
+GPT2_INSTANTIATE(float)
+GPT2_INSTANTIATE(double)
+#undef GPT2_INSTANTIATE
+
+}  // namespace gpt2

@@ -1,0 +1,61 @@
+#include "crossentropy.hpp"
+
+namespace gpt2 {
+
+template <class T>
+T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
+  const int N = static_cast<int>(logits.extent(0)), V = static_cast<int>(logits.extent(1));
+  Kokkos::parallel_for(
+      "crossentropy_forward", TeamPolicy(N, Kokkos::AUTO), KOKKOS_LAMBDA(const TeamMember &team) {
+        const int n = team.league_rank();
+        T maxv = logits(n, 0);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, V),
+            [&](int v, T &m) {
+              if (logits(n, v) > m) m = logits(n, v);
+            },
+            Kokkos::Max<T>(maxv));
+        const T target_logit = logits(n, targets(n));
+        team.team_barrier();  // everyone has read the target's logit before it changes
+        // exp once, in place, summing as it goes; then normalize.
+        T sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, V),
+            [&](int v, T &s) {
+              const T e = kmath::exp(logits(n, v) - maxv);
+              logits(n, v) = e;
+              s += e;
+            },
+            sum);
+        const T inv = T(1) / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
+        // log-sum-exp form: exact even where the probability underflows.
+        Kokkos::single(Kokkos::PerTeam(team),
+                       [&]() { losses(n) = maxv + kmath::log(sum) - target_logit; });
+      });
+  T total = 0;
+  Kokkos::parallel_reduce(
+      "crossentropy_mean", RangePolicy(0, N), KOKKOS_LAMBDA(int n, T &s) { s += losses(n); },
+      total);
+  return total / N;
+}
+
+template <class T>
+void crossentropy_backward(Mat<T> probs, Tokens targets, T dloss) {
+  const int N = static_cast<int>(probs.extent(0)), V = static_cast<int>(probs.extent(1));
+  Kokkos::parallel_for(
+      "crossentropy_backward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {N, V}),
+      KOKKOS_LAMBDA(int n, int v) {
+        const T indicator = v == targets(n) ? T(1) : T(0);
+        probs(n, v) = (probs(n, v) - indicator) * dloss;
+      });
+}
+
+#define GPT2_INSTANTIATE(T)                                   \
+  template T crossentropy_forward<T>(Mat<T>, Vec<T>, Tokens); \
+  template void crossentropy_backward<T>(Mat<T>, Tokens, T);
+GPT2_INSTANTIATE(float)
+GPT2_INSTANTIATE(double)
+#undef GPT2_INSTANTIATE
+
+}  // namespace gpt2

@@ -1,0 +1,83 @@
+#include "layernorm.hpp"
+
+namespace gpt2 {
+
+template <class T>
+void layernorm_forward(Mat<T> out, Vec<T> mean, Vec<T> rstd, CMat<T> inp, CVec<T> weight,
+                       CVec<T> bias) {
+  const int N = static_cast<int>(inp.extent(0)), C = static_cast<int>(inp.extent(1));
+  // One team per row; the team's threads share the row's two reductions.
+  Kokkos::parallel_for(
+      "layernorm_forward", TeamPolicy(N, Kokkos::AUTO), KOKKOS_LAMBDA(const TeamMember &team) {
+        const int n = team.league_rank();
+        T sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, C), [&](int c, T &s) { s += inp(n, c); }, sum);
+        const T m = sum / C;
+        T sq = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, C),
+            [&](int c, T &s) {
+              const T d = inp(n, c) - m;
+              s += d * d;
+            },
+            sq);
+        // Biased variance, eps 1e-5: what PyTorch's LayerNorm and GPT-2 use.
+        const T s = T(1) / kmath::sqrt(sq / C + T(1e-5));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, C),
+                             [&](int c) { out(n, c) = (inp(n, c) - m) * s * weight(c) + bias(c); });
+        Kokkos::single(Kokkos::PerTeam(team), [&]() {
+          mean(n) = m;
+          rstd(n) = s;
+        });
+      });
+}
+
+template <class T>
+void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
+                        CVec<T> weight, CVec<T> mean, CVec<T> rstd, T beta_dinp, T beta_param) {
+  const int N = static_cast<int>(inp.extent(0)), C = static_cast<int>(inp.extent(1));
+  // dinp: with norm = (x - mean) * rstd and dnorm = weight * dout,
+  //   dx = rstd * (dnorm - mean_c(dnorm) - norm * mean_c(dnorm * norm)).
+  Kokkos::parallel_for(
+      "layernorm_backward_input", TeamPolicy(N, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember &team) {
+        const int n = team.league_rank();
+        const T m = mean(n), s = rstd(n);
+        T dnorm_sum = 0, dnorm_norm_sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, C), [&](int c, T &a) { a += weight(c) * dout(n, c); },
+            dnorm_sum);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, C),
+            [&](int c, T &a) { a += weight(c) * dout(n, c) * (inp(n, c) - m) * s; },
+            dnorm_norm_sum);
+        const T dnorm_mean = dnorm_sum / C, dnorm_norm_mean = dnorm_norm_sum / C;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, C), [&](int c) {
+          const T norm = (inp(n, c) - m) * s;
+          const T d = s * (weight(c) * dout(n, c) - dnorm_mean - norm * dnorm_norm_mean);
+          store_or_add(dinp(n, c), beta_dinp, d);
+        });
+      });
+  // dweight, dbias: one thread per channel, rows summed in order (deterministic).
+  Kokkos::parallel_for(
+      "layernorm_backward_params", RangePolicy(0, C), KOKKOS_LAMBDA(int c) {
+        T dw = 0, db = 0;
+        for (int n = 0; n < N; ++n) {
+          dw += dout(n, c) * (inp(n, c) - mean(n)) * rstd(n);
+          db += dout(n, c);
+        }
+        store_or_add(dweight(c), beta_param, dw);
+        store_or_add(dbias(c), beta_param, db);
+      });
+}
+
+#define GPT2_INSTANTIATE(T)                                                                       \
+  template void layernorm_forward<T>(Mat<T>, Vec<T>, Vec<T>, CMat<T>, CVec<T>, CVec<T>);          \
+  template void layernorm_backward<T>(Mat<T>, Vec<T>, Vec<T>, CMat<T>, CMat<T>, CVec<T>, CVec<T>, \
+                                      CVec<T>, T, T);
+GPT2_INSTANTIATE(float)
+GPT2_INSTANTIATE(double)
+#undef GPT2_INSTANTIATE
+
+}  // namespace gpt2

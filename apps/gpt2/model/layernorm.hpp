@@ -1,0 +1,23 @@
+// LayerNorm over the channels of each position (GPT-2 uses it pre-attention, pre-MLP and
+// before the LM head).
+#pragma once
+
+#include "tensor.hpp"
+
+namespace gpt2 {
+
+/// out (N, C) = (inp - mean) * rstd * weight (C) + bias (C), per row of inp (N, C);
+/// mean (N) and rstd (N) = 1/sqrt(var + 1e-5) are kept for backward.
+template <class T>
+void layernorm_forward(Mat<T> out, Vec<T> mean, Vec<T> rstd, CMat<T> inp, CVec<T> weight,
+                       CVec<T> bias);
+
+/// Given dout (N, C):
+///   dinp    (N, C) = beta_dinp * dinp + d(loss)/d(inp)
+///   dweight (C)    = beta_param * dweight + sum_n dout * norm
+///   dbias   (C)    = beta_param * dbias + sum_n dout
+template <class T>
+void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
+                        CVec<T> weight, CVec<T> mean, CVec<T> rstd, T beta_dinp, T beta_param);
+
+}  // namespace gpt2

@@ -1,0 +1,53 @@
+#include "matmul.hpp"
+
+#include <KokkosBlas3_gemm.hpp>
+
+namespace gpt2 {
+
+template <class T>
+void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> B, T beta,
+          Mat<T> C) {
+  KokkosBlas::gemm(trans_a, trans_b, alpha, A, B, beta, C);
+}
+
+template <class T>
+void matmul_forward(Mat<T> out, CMat<T> inp, CMat<T> weight, CVec<T> bias) {
+  const int N = static_cast<int>(out.extent(0)), OC = static_cast<int>(out.extent(1));
+  T beta = 0;
+  if (bias.extent(0) > 0) {
+    // Start from the bias broadcast over the rows, then let gemm add the product.
+    Kokkos::parallel_for(
+        "matmul_forward_bias", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {N, OC}),
+        KOKKOS_LAMBDA(int n, int o) { out(n, o) = bias(o); });
+    beta = 1;
+  }
+  gemm<T>("N", "T", T(1), inp, weight, beta, out);
+}
+
+template <class T>
+void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
+                     CMat<T> weight, T beta_dinp, T beta_param) {
+  gemm<T>("N", "N", T(1), dout, weight, beta_dinp, dinp);
+  gemm<T>("T", "N", T(1), dout, inp, beta_param, dweight);
+  if (dbias.extent(0) > 0) {
+    const int N = static_cast<int>(dout.extent(0)), OC = static_cast<int>(dout.extent(1));
+    // One thread per output channel, rows summed in order: deterministic, no atomics.
+    Kokkos::parallel_for(
+        "matmul_backward_bias", RangePolicy(0, OC), KOKKOS_LAMBDA(int o) {
+          T sum = 0;
+          for (int n = 0; n < N; ++n)
+            sum += dout(n, o);
+          store_or_add(dbias(o), beta_param, sum);
+        });
+  }
+}
+
+#define GPT2_INSTANTIATE(T)                                                          \
+  template void gemm<T>(const char *, const char *, T, CMat<T>, CMat<T>, T, Mat<T>); \
+  template void matmul_forward<T>(Mat<T>, CMat<T>, CMat<T>, CVec<T>);                \
+  template void matmul_backward<T>(Mat<T>, Mat<T>, Vec<T>, CMat<T>, CMat<T>, CMat<T>, T, T);
+GPT2_INSTANTIATE(float)
+GPT2_INSTANTIATE(double)
+#undef GPT2_INSTANTIATE
+
+}  // namespace gpt2

@@ -1,0 +1,331 @@
+#include "engine_model_state.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/parameter_layout.hpp"
+#include "model/tensor.hpp"
+
+namespace gpt2 {
+// Kernels live in free functions of a named namespace: CUDA's extended lambdas may not be
+// defined in private member functions nor with internal linkage.
+namespace engine_store_kernels {
+
+using HostBytes = Kokkos::View<uint16_t *, Kokkos::HostSpace, Unmanaged>;
+using HostFloats = Kokkos::View<float *, Kokkos::HostSpace, Unmanaged>;
+
+KOKKOS_INLINE_FUNCTION float bf16_to_float(uint16_t h) {
+  union {
+    uint32_t u;
+    float f;
+  } bits{uint32_t{h} << 16};
+  return bits.f;
+}
+
+// Round to nearest even, as zerort converts; NaN stays a (quiet) NaN.
+KOKKOS_INLINE_FUNCTION uint16_t float_to_bf16(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } bits{f};
+  uint32_t u = bits.u;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// dst (fp32, execution space) = the engine's values at @p src (host memory, @p dtype).
+void load_values(Vec<float> dst, void *src, zrt_dtype_t dtype) {
+  const size_t n = dst.extent(0);
+  if (dtype == ZRT_DTYPE_FP32) {
+    Kokkos::deep_copy(dst, HostFloats(static_cast<float *>(src), n));
+    return;
+  }
+  // A copy only where the execution space cannot read host memory.
+  auto raw =
+      Kokkos::create_mirror_view_and_copy(MemSpace(), HostBytes(static_cast<uint16_t *>(src), n));
+  Kokkos::parallel_for(
+      "engine_load_bf16", RangePolicy(0, static_cast<int64_t>(n)),
+      KOKKOS_LAMBDA(int64_t i) { dst(i) = bf16_to_float(raw(i)); });
+}
+
+// The engine's gradient at @p dst (host memory, @p dtype) += src (fp32, execution space),
+// rounded once to the engine's dtype.
+void add_grads(void *dst, zrt_dtype_t dtype, CVec<float> src) {
+  const size_t n = src.extent(0);
+  if (dtype == ZRT_DTYPE_FP32) {
+    HostFloats host(static_cast<float *>(dst), n);
+    auto g = Kokkos::create_mirror_view_and_copy(MemSpace(), host);
+    Kokkos::parallel_for(
+        "engine_add_fp32", RangePolicy(0, static_cast<int64_t>(n)),
+        KOKKOS_LAMBDA(int64_t i) { g(i) += src(i); });
+    Kokkos::deep_copy(host, g);  // nothing to do when g is host itself
+    return;
+  }
+  HostBytes host(static_cast<uint16_t *>(dst), n);
+  auto g = Kokkos::create_mirror_view_and_copy(MemSpace(), host);
+  Kokkos::parallel_for(
+      "engine_add_bf16", RangePolicy(0, static_cast<int64_t>(n)),
+      KOKKOS_LAMBDA(int64_t i) { g(i) = float_to_bf16(bf16_to_float(g(i)) + src(i)); });
+  Kokkos::deep_copy(host, g);
+}
+
+}  // namespace engine_store_kernels
+
+namespace {
+
+void check(zrt_status_t rc, const char *call) {
+  if (rc != ZRT_SUCCESS)
+    throw std::runtime_error(fmt::format("{}: {}", call, zrt_last_error_message()));
+}
+
+// The engine's buffers, or fp32 staging buffers in the execution space (see the header).
+class EngineParameterStore final : public ParameterStore<float> {
+ public:
+  EngineParameterStore(zrt_engine_h engine, std::vector<TensorSpec> tensors,
+                       std::vector<zrt_param_h> handles, zrt_dtype_t dtype)
+      : engine_(engine),
+        tensors_(std::move(tensors)),
+        handles_(std::move(handles)),
+        dtype_(dtype),
+        direct_(dtype == ZRT_DTYPE_FP32 &&
+                Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible),
+        values_(tensors_.size()),
+        grads_(tensors_.size()) {}
+
+  bool direct() const { return direct_; }
+
+  const std::vector<TensorSpec> &tensors() const override { return tensors_; }
+
+  void set(int id, const float *host_values) override {
+    check(zrt_param_set(engine_, handle(id), host_values, ZRT_DTYPE_FP32), "zrt_param_set");
+  }
+
+  void get(int id, float *host_values) override {
+    check(zrt_param_get(engine_, handle(id), host_values, ZRT_DTYPE_FP32), "zrt_param_get");
+  }
+
+  void gather(int id) override {
+    check(zrt_param_gather(engine_, handle(id)), "zrt_param_gather");
+    if (direct_) return;
+    auto &v = values_[static_cast<size_t>(id)];
+    v = Kokkos::View<float *, MemSpace>(
+        Kokkos::view_alloc("staged_values", Kokkos::WithoutInitializing),
+        static_cast<size_t>(numel(id)));
+    engine_store_kernels::load_values(Vec<float>(v.data(), v.extent(0)), engine_values(id), dtype_);
+  }
+
+  void release(int id) override {
+    // Kernels may still read the values (asynchronous back ends); at stage 3 the engine
+    // may reuse the memory once released.
+    Kokkos::fence();
+    if (!direct_) values_[static_cast<size_t>(id)] = {};
+    check(zrt_param_release(engine_, handle(id)), "zrt_param_release");
+  }
+
+  float *values(int id) override {
+    if (direct_) return static_cast<float *>(engine_values(id));
+    const auto &v = values_[static_cast<size_t>(id)];
+    if (v.data() == nullptr)
+      throw std::logic_error(
+          fmt::format("values of {} used outside gather/release", tensors_[size_t(id)].name));
+    return v.data();
+  }
+
+  GradBuffer<float> grad(int id) override {
+    if (direct_) {
+      // The engine's buffer holds zeros or the earlier micro-steps' sum: always add.
+      void *g = nullptr;
+      check(zrt_grad_data(engine_, handle(id), &g), "zrt_grad_data");
+      return {static_cast<float *>(g), true};
+    }
+    auto &g = grads_[static_cast<size_t>(id)];
+    g = Kokkos::View<float *, MemSpace>(
+        Kokkos::view_alloc("staged_grad", Kokkos::WithoutInitializing),
+        static_cast<size_t>(numel(id)));
+    return {g.data(), false};  // backward overwrites it; grad_ready adds it to the engine's
+  }
+
+  void grad_ready(int id) override {
+    Kokkos::fence();  // the engine reads the gradient as soon as it is ready
+    if (!direct_) {
+      auto &g = grads_[static_cast<size_t>(id)];
+      if (g.data() == nullptr)
+        throw std::logic_error(
+            fmt::format("gradient of {} made ready without grad()", tensors_[size_t(id)].name));
+      void *dst = nullptr;
+      check(zrt_grad_data(engine_, handle(id), &dst), "zrt_grad_data");
+      engine_store_kernels::add_grads(dst, dtype_, CVec<float>(g.data(), g.extent(0)));
+      Kokkos::fence();
+      g = {};
+    }
+    check(zrt_grad_ready(engine_, handle(id)), "zrt_grad_ready");
+  }
+
+ private:
+  zrt_param_h handle(int id) const {
+    if (id < 0 || static_cast<size_t>(id) >= handles_.size())
+      throw std::out_of_range(fmt::format("parameter id {} is not in the layout", id));
+    return handles_[static_cast<size_t>(id)];
+  }
+  int64_t numel(int id) const { return tensors_[static_cast<size_t>(id)].numel(); }
+  void *engine_values(int id) {
+    void *data = nullptr;
+    check(zrt_param_data(engine_, handle(id), &data), "zrt_param_data");
+    return data;
+  }
+
+  zrt_engine_h engine_;
+  std::vector<TensorSpec> tensors_;
+  std::vector<zrt_param_h> handles_;
+  zrt_dtype_t dtype_;
+  bool direct_;
+  std::vector<Kokkos::View<float *, MemSpace>> values_, grads_;  // staged, per tensor
+};
+
+class EngineModelState final : public ModelState {
+ public:
+  EngineModelState(zrt_context_h context, const Gpt2Config &config, const EngineOptions &opt)
+      : opt_(opt) {
+    zrt_comm_h world = nullptr;
+    check(zrt_context_comm(context, &world), "zrt_context_comm");
+    check(zrt_comm_size(world, &ranks_), "zrt_comm_size");
+
+    zrt_engine_params_t p = {};
+    p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+                   ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
+                   ZRT_ENGINE_PARAM_FIELD_BETAS | ZRT_ENGINE_PARAM_FIELD_EPS |
+                   ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
+                   ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
+                   ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC;
+    p.stage = opt.stage;
+    p.compute_dtype = opt.dtype;
+    p.optimizer = ZRT_OPTIMIZER_ADAMW;
+    p.lr = opt.lr;
+    p.beta1 = opt.optimizer.beta1;
+    p.beta2 = opt.optimizer.beta2;
+    p.eps = opt.optimizer.eps;
+    p.weight_decay = opt.optimizer.weight_decay;
+    p.gradient_clipping = opt.optimizer.grad_clip;
+    p.gradient_accumulation_steps = opt.optimizer.accumulation_steps;
+    p.deterministic = opt.deterministic ? 1 : 0;
+    if (opt.reduce_bucket_bytes > 0) {
+      p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
+                      ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES;
+      p.reduce_bucket_bytes = p.allgather_bucket_bytes =
+          static_cast<size_t>(opt.reduce_bucket_bytes);
+    }
+    if (opt.max_live_parameters >= 0) {
+      p.field_mask |= ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS;
+      p.max_live_parameters = static_cast<size_t>(opt.max_live_parameters);
+    }
+    check(zrt_engine_create(context, &p, &engine_), "zrt_engine_create");
+    try {
+      std::vector<TensorSpec> tensors = parameter_layout(config);
+      std::vector<zrt_param_h> handles;
+      for (const TensorSpec &t : tensors) {
+        zrt_param_h h = nullptr;
+        check(zrt_param_register(engine_, t.name.c_str(), opt.dtype,
+                                 static_cast<int>(t.shape.size()), t.shape.data(), &h),
+              "zrt_param_register");
+        if (!t.weight_decay)
+          check(zrt_param_set_weight_decay(engine_, h, 0.0), "zrt_param_set_weight_decay");
+        handles.push_back(h);
+      }
+      check(zrt_engine_commit(engine_), "zrt_engine_commit");
+      store_ = std::make_unique<EngineParameterStore>(engine_, std::move(tensors),
+                                                      std::move(handles), opt.dtype);
+    } catch (...) {
+      zrt_engine_destroy(engine_);
+      throw;
+    }
+  }
+
+  ~EngineModelState() override {
+    store_.reset();
+    zrt_engine_destroy(engine_);
+  }
+
+  ParameterStore<float> &store() override { return *store_; }
+
+  double loss_scale() const override {
+    double scale = 1;
+    check(zrt_engine_loss_scale(engine_, &scale), "zrt_engine_loss_scale");
+    return scale;
+  }
+
+  StepReport step(double lr) override {
+    check(zrt_engine_set_lr(engine_, lr), "zrt_engine_set_lr");
+    Kokkos::fence();
+    zrt_step_report_t r{};
+    check(zrt_engine_step(engine_, &r), "zrt_engine_step");
+    StepReport s;
+    s.applied = r.applied != 0;
+    s.skipped = r.skipped != 0;
+    s.grad_norm = r.grad_norm;
+    s.optimizer_steps = r.step;
+    return s;
+  }
+
+  StateMemory memory() const override {
+    zrt_memory_report_t r{};
+    check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
+    StateMemory m;
+    m.parameters = r.parameters;
+    m.gradients = r.gradients;
+    m.master_weights = r.master_weights;
+    m.optimizer_state = r.optimizer_state;
+    m.buckets = r.buckets;
+    return m;
+  }
+
+  int64_t stage0_bytes() const override {
+    zrt_memory_report_t r{};
+    check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
+    // fp32: 4 parameters + 4 gradients + 8 Adam moments; bf16: 2 + 2 + 4 master + 8.
+    return 16 * r.parameter_count;
+  }
+
+  void save(const std::string &path, const std::string &metadata) override {
+    zrt_checkpoint_params_t p = {};
+    p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_METADATA;
+    p.metadata = metadata.c_str();
+    check(zrt_checkpoint_save(engine_, path.c_str(), &p), "zrt_checkpoint_save");
+  }
+
+  void load(const std::string &path) override {
+    check(zrt_checkpoint_load(engine_, path.c_str()), "zrt_checkpoint_load");
+  }
+
+  std::string describe() const override {
+    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, AdamW{}{}", opt_.stage,
+                       ranks_, opt_.dtype == ZRT_DTYPE_BF16 ? "bf16" : "fp32",
+                       opt_.dtype == ZRT_DTYPE_BF16 ? " with fp32 master weights" : "",
+                       opt_.deterministic ? ", deterministic" : "",
+                       store_->direct() ? "" : " (tensors staged through fp32 buffers)");
+  }
+
+ private:
+  EngineOptions opt_;
+  int ranks_ = 1;
+  zrt_engine_h engine_ = nullptr;
+  std::unique_ptr<EngineParameterStore> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context, const Gpt2Config &config,
+                                                    const EngineOptions &options) {
+  if (options.stage < 0 || options.stage > 3)
+    throw std::invalid_argument(
+        fmt::format("ZeRO stage {}: it must be 0, 1, 2 or 3", options.stage));
+  if (options.dtype != ZRT_DTYPE_FP32 && options.dtype != ZRT_DTYPE_BF16)
+    throw std::invalid_argument("the GPT-2 trainer computes in fp32 or bf16");
+  return std::make_unique<EngineModelState>(context, config, options);
+}
+
+}  // namespace gpt2

@@ -1,0 +1,43 @@
+// The model states in zerort's ZeRO engine (zerort/engine.h), any stage.
+//
+// Every GPT-2 tensor is one engine parameter, registered in layout order, so the engine's
+// buckets (formed from the end) follow backward, which completes gradients in exactly the
+// reverse order: each bucket's reduction starts while backward works on earlier layers.
+// Biases and LayerNorm gains get weight decay 0 (zrt_param_set_weight_decay).
+//
+// The model computes in fp32 on Kokkos' default execution space. Where the engine's memory
+// is fp32 and that space can read host memory (a host build with fp32), the store hands
+// the engine's own buffers to the model: no copies. Otherwise (bf16 compute, or a device
+// build) it stages each tensor: gather() converts the engine's values into an fp32 buffer in
+// the execution space's memory, backward writes the gradient into another, and grad_ready()
+// adds that, converted, into the engine's gradient buffer. Either way the model runs in
+// fp32; with bf16 the parameters it reads are the engine's bf16 copies (rounded from the
+// fp32 master weights) and its gradients are rounded to bf16 before they are reduced.
+#pragma once
+
+#include <zerort/zerort.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "model/config.hpp"
+#include "train/model_state.hpp"
+
+namespace gpt2 {
+
+struct EngineOptions {
+  int stage = 2;                       // ZeRO stage, 0-3
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;  // parameters and gradients: fp32 or bf16
+  bool deterministic = false;          // reductions add in rank order
+  OptimizerConfig optimizer;           // AdamW, clipping, accumulation
+  double lr = 1e-3;                    // until the first step sets it
+  int64_t reduce_bucket_bytes = 0;     // 0: the engine's (configuration, 25 MiB)
+  int64_t max_live_parameters = -1;    // stage 3; < 0: the engine's
+};
+
+/// Creates an engine over @p context's ranks, registers @p config's tensors and commits.
+/// Collective; throws std::runtime_error with zerort's message on every rank if any fails.
+std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context, const Gpt2Config &config,
+                                                    const EngineOptions &options);
+
+}  // namespace gpt2

@@ -1,0 +1,116 @@
+#include "metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace gpt2 {
+namespace {
+
+// A "VmRSS:   1234 kB" field of /proc/self/status, in bytes.
+int64_t status_field(const char *name) {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == name) {
+      int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+// JSON has no NaN or infinity: write null for them.
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+}  // namespace
+
+int64_t resident_bytes() {
+  return status_field("VmRSS:");
+}
+int64_t peak_resident_bytes() {
+  return status_field("VmHWM:");
+}
+
+std::string format_bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return fmt::format("{:.0f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+MetricsLog::MetricsLog(const std::filesystem::path &path) {
+  if (path.empty()) return;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  out_.open(path, std::ios::trunc);
+  if (!out_)
+    throw std::runtime_error(fmt::format("--json-metrics {}: cannot create", path.string()));
+}
+
+void MetricsLog::write(const nlohmann::json &line) {
+  if (!out_.is_open()) return;
+  // Sample text may end inside a UTF-8 character: replace invalid bytes rather than throw.
+  out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  out_.flush();  // readable while training runs (tail -f, a dashboard)
+}
+
+void MetricsLog::run(const nlohmann::json &info) {
+  nlohmann::json line = info;
+  line["type"] = "run";
+  write(line);
+}
+
+void MetricsLog::step(const StepMetrics &m) {
+  steps_.push_back(m);
+  write({{"type", "step"},
+         {"step", m.step},
+         {"loss", number(m.loss)},
+         {"lr", m.lr},
+         {"grad_norm", number(m.grad_norm)},
+         {"ms", m.seconds * 1e3},
+         {"tokens_per_s", m.tokens_per_s},
+         {"mem_model_states", m.mem_model_states},
+         {"mem_activations", m.mem_activations},
+         {"mem_rss", m.mem_rss},
+         {"mem_peak_rss", m.mem_peak_rss}});
+}
+
+void MetricsLog::eval(const EvalMetrics &m) {
+  evals_.push_back(m);
+  write({{"type", "eval"}, {"step", m.step}, {"val_loss", number(m.val_loss)}});
+}
+
+void MetricsLog::sample(int64_t step, const std::string &text) {
+  write({{"type", "sample"}, {"step", step}, {"text", text}});
+}
+
+void MetricsLog::end(const nlohmann::json &info) {
+  nlohmann::json line = info;
+  line["type"] = "end";
+  write(line);
+}
+
+std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_seconds) {
+  const int width = static_cast<int>(fmt::format("{}", total_steps).size());
+  return fmt::format(
+      "step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s | eta {} "
+      "| mem/rank {} (states {}, activations {})",
+      m.step, width, total_steps, m.loss, m.lr, m.grad_norm, m.seconds * 1e3, m.tokens_per_s,
+      format_duration(eta_seconds), format_bytes(m.mem_rss), format_bytes(m.mem_model_states),
+      format_bytes(m.mem_activations));
+}
+
+}  // namespace gpt2

@@ -1,0 +1,70 @@
+// What the trainer reports: one progress line per step on the terminal, and the same
+// facts as JSON lines (--json-metrics), one object per line with a "type":
+//   {"type":"run", ...}    the configuration, once
+//   {"type":"step", "step", "loss", "lr", "grad_norm", "ms", "tokens_per_s",
+//    "mem_model_states", "mem_activations", "mem_rss", "mem_peak_rss"}  (bytes, per rank)
+//   {"type":"eval", "step", "val_loss"}
+//   {"type":"sample", "step", "text"}
+//   {"type":"end", "steps", "reason", ...}
+// Memory figures are this rank's (rank 0's in the files), model states by the ZeRO
+// accounting of the store that holds them.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpt2 {
+
+struct StepMetrics {
+  int64_t step = 0;  // 1-based: optimizer steps done
+  double loss = 0, lr = 0, grad_norm = 0, seconds = 0, tokens_per_s = 0;
+  int64_t mem_model_states = 0, mem_activations = 0, mem_rss = 0, mem_peak_rss = 0;
+};
+
+struct EvalMetrics {
+  int64_t step = 0;
+  double val_loss = 0;
+};
+
+/// Resident and peak resident bytes of this process (Linux /proc/self/status), 0 if
+/// unknown.
+int64_t resident_bytes();
+int64_t peak_resident_bytes();
+
+/// "1.5 GiB", "312 MiB", "12 KiB"
+std::string format_bytes(int64_t bytes);
+/// "1:02:03", "4:05"
+std::string format_duration(double seconds);
+
+class MetricsLog {
+ public:
+  /// @p path empty: no file. Throws std::runtime_error if the file cannot be created.
+  explicit MetricsLog(const std::filesystem::path &path);
+
+  void run(const nlohmann::json &info);
+  void step(const StepMetrics &m);
+  void eval(const EvalMetrics &m);
+  void sample(int64_t step, const std::string &text);
+  void end(const nlohmann::json &info);
+
+  const std::vector<StepMetrics> &steps() const { return steps_; }
+  const std::vector<EvalMetrics> &evals() const { return evals_; }
+
+ private:
+  void write(const nlohmann::json &line);
+
+  std::ofstream out_;
+  std::vector<StepMetrics> steps_;
+  std::vector<EvalMetrics> evals_;
+};
+
+/// The progress line: step, loss, lr, gradient norm, time, tokens/s, ETA, memory.
+std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_seconds);
+
+}  // namespace gpt2

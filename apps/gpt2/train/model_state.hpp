@@ -1,0 +1,74 @@
+// The model states (ZeRO's term: parameters, gradients, optimizer state) behind the
+// trainer. The trainer only sees this interface; zerort's engine implements it
+// (train/engine_model_state.hpp), and tests wrap it:
+//
+//   ModelState              zerort engine (engine.h)
+//   store()                 a ParameterStore over zrt_param_data / zrt_grad_data /
+//                           zrt_grad_ready / zrt_param_gather / zrt_param_release
+//   loss_scale()            zrt_engine_loss_scale (1 unless fp16)
+//   step(lr)                zrt_engine_set_lr(lr); zrt_engine_step(&report), after every
+//                           micro-step (the engine counts them and updates on the last)
+//   memory()                zrt_engine_memory
+//   save(path, metadata)    zrt_checkpoint_save (zerort/checkpoint.h)
+//   load(path)              zrt_checkpoint_load
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/parameter_store.hpp"
+
+namespace gpt2 {
+
+struct OptimizerConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;   // decoupled (AdamW); matrices and embeddings only
+  double grad_clip = 1.0;      // global L2 norm; 0 = off
+  int accumulation_steps = 1;  // micro-steps per optimizer step
+};
+
+struct StepReport {
+  bool applied = false;         // the optimizer ran: last micro-step, and no overflow
+  bool skipped = false;         // an overflow (fp16) or a non-finite gradient skipped the update
+  double grad_norm = 0;         // global norm before clipping (meaningful when the update ran)
+  int64_t optimizer_steps = 0;  // updates applied so far
+};
+
+/// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).
+struct StateMemory {
+  int64_t parameters = 0, gradients = 0, master_weights = 0, optimizer_state = 0, buckets = 0;
+  int64_t total() const {
+    return parameters + gradients + master_weights + optimizer_state + buckets;
+  }
+};
+
+class ModelState {
+ public:
+  virtual ~ModelState() = default;
+  /// Where the model finds its parameters and gradients.
+  virtual ParameterStore<float> &store() = 0;
+  /// What backward multiplies the loss's gradient by (the fp16 loss scale; 1 otherwise).
+  /// Gradients are summed over micro-steps and averaged over ranks by the state itself:
+  /// backward must not divide by the accumulation steps.
+  virtual double loss_scale() const = 0;
+  /// After each micro-step's backward. On the last micro-step of an accumulation: reduce
+  /// gradients over the ranks, clip, and update the parameters with learning rate @p lr.
+  /// Collective.
+  virtual StepReport step(double lr) = 0;
+  virtual StateMemory memory() const = 0;
+  /// What stage 0 (full model states on every rank) would hold instead of memory(), for
+  /// comparison: 16 bytes a parameter with Adam.
+  virtual int64_t stage0_bytes() const = 0;
+  /// Writes the model states and @p metadata (JSON text, the trainer's own state) to the
+  /// HDF5 checkpoint @p path, atomically. Collective, between optimizer steps.
+  virtual void save(const std::string &path, const std::string &metadata) = 0;
+  /// Replaces the model states (parameters, optimizer state, step) with those of @p path.
+  /// Collective; on failure the states are left as they were.
+  virtual void load(const std::string &path) = 0;
+  /// One line for the log: what holds the model states, e.g. "zerort engine, stage 2, ...".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace gpt2

@@ -1,0 +1,24 @@
+// --plot: the loss and memory curves of a run as PNG files, drawn by gnuplot.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "train/metrics.hpp"
+
+namespace gpt2 {
+
+struct PlotFiles {
+  std::filesystem::path loss_png, memory_png, data;
+};
+
+/// Writes DIR/PREFIX.tsv (the numbers) and draws DIR/PREFIX_loss.png (train and val loss
+/// against steps) and DIR/PREFIX_memory.png (memory per rank against steps) with gnuplot.
+/// Throws std::runtime_error if gnuplot is missing or fails, saying how to install it;
+/// the .tsv is written first either way.
+PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefix,
+                      const std::string &title, const std::vector<StepMetrics> &steps,
+                      const std::vector<EvalMetrics> &evals);
+
+}  // namespace gpt2

@@ -1,0 +1,374 @@
+#include "trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "data/data_loader.hpp"
+#include "model/activations.hpp"
+#include "model/gpt2_model.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
+#include "train/checkpoint_info.hpp"
+#include "train/signals.hpp"
+
+namespace gpt2 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Sums @p values over the ranks, in place.
+void sum_over_ranks(const World &world, std::vector<double> &values) {
+  if (world.size <= 1 || !world.comm) return;
+  zrt_status_t rc = zrt_all_reduce(world.comm, values.data(), values.data(), values.size(),
+                                   ZRT_DTYPE_FP64, ZRT_OP_SUM);
+  if (rc != ZRT_SUCCESS)
+    throw std::runtime_error(fmt::format("all-reduce failed: {}", zrt_last_error_message()));
+}
+
+// One batch's token ids on the host and on the device.
+struct Batch {
+  Batch(int B, int T)
+      : inputs(static_cast<size_t>(B) * T),
+        targets(inputs.size()),
+        d_inputs("inputs", inputs.size()),
+        d_targets("targets", inputs.size()) {}
+  void to_device() {
+    using HostView = Kokkos::View<const int *, Kokkos::HostSpace, Unmanaged>;
+    Kokkos::deep_copy(d_inputs, HostView(inputs.data(), inputs.size()));
+    Kokkos::deep_copy(d_targets, HostView(targets.data(), targets.size()));
+  }
+  std::vector<int> inputs, targets;
+  Kokkos::View<int *, MemSpace> d_inputs, d_targets;
+};
+
+}  // namespace
+
+struct Trainer::Impl {
+  Impl(const TrainOptions &opt, ModelState &state, const World &world)
+      : opt_(opt),
+        state_(state),
+        world_(world),
+        lead_(world.rank == 0 && !opt.quiet),
+        model_(opt.config, state.store()),
+        train_file_(
+            TokenFile::open(opt.data_dir / "train.bin", opt.data_format, opt.config.vocab_size)),
+        train_loader_(train_file_, opt.batch, opt.seq, world.rank, world.size),
+        acts_(opt.config, opt.batch, opt.seq,
+              opt.recompute ? ActivationMode::recompute : ActivationMode::keep),
+        batch_(opt.batch, opt.seq),
+        log_(world.rank == 0 ? opt.json_metrics : "") {
+    if (opt.seq > opt.config.max_seq_len)
+      throw std::invalid_argument(fmt::format("--seq {} exceeds the model's context of {} tokens",
+                                              opt.seq, opt.config.max_seq_len));
+    if (std::filesystem::exists(opt.data_dir / "val.bin")) {
+      val_file_.emplace(
+          TokenFile::open(opt.data_dir / "val.bin", opt.data_format, opt.config.vocab_size));
+      if (static_cast<int64_t>(val_file_->size()) > int64_t{opt.batch} * opt.seq * world.size)
+        val_loader_.emplace(*val_file_, opt.batch, opt.seq, world.rank, world.size);
+    }
+    if (!opt.tokenizer_dir.empty() && std::filesystem::exists(opt.tokenizer_dir / "encoder.json"))
+      tokenizer_.emplace(BpeTokenizer::load_dir(opt.tokenizer_dir));
+    lr_ = opt.lr;
+    lr_.total_steps = opt.steps;
+    lr_.validate();
+    if (!opt.save_path.empty()) {
+      // Found out now, not after hours of training.
+      const auto dir = std::filesystem::absolute(opt.save_path).parent_path();
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (!std::filesystem::is_directory(dir))
+        throw std::runtime_error(fmt::format("--save {}: cannot create the folder {}",
+                                             opt.save_path.string(), dir.string()));
+    }
+    if (!opt.resume_path.empty())
+      resume_.emplace(read_checkpoint_info(opt.resume_path, opt.config));
+  }
+
+  // Loads the checkpoint and moves the loader past the batches the saved run had read
+  // (the same batches when batch, sequence length and ranks are the same). Collective.
+  int64_t resume() {
+    const CheckpointInfo &r = *resume_;
+    state_.load(r.path.string());
+    const nlohmann::json &m = r.metadata;
+    const int64_t saved_batch_tokens = m.value("batch", int64_t{opt_.batch}) *
+                                       m.value("seq", int64_t{opt_.seq}) *
+                                       m.value("ranks", int64_t{world_.size});
+    const int64_t batch_tokens = int64_t{opt_.batch} * opt_.seq * world_.size;
+    micro_batches_ = r.micro_batches * saved_batch_tokens / batch_tokens;
+    train_loader_.skip(micro_batches_);
+    if (lead_) {
+      fmt::print("resumed from {} at step {}\n", r.path.string(), r.step);
+      if (saved_batch_tokens != batch_tokens || m.value("steps", opt_.steps) != opt_.steps)
+        fmt::print(
+            "note: it was saved by a run of batch {} x {} tokens on {} rank(s) planning {} "
+            "steps; this one continues at the same token of the data, with its own schedule\n",
+            m.value("batch", 0), m.value("seq", 0), m.value("ranks", 0), m.value("steps", 0));
+    }
+    return r.step;
+  }
+
+  // Writes a checkpoint after @p step. Collective.
+  std::filesystem::path save(int64_t step) {
+    const nlohmann::json meta = {{"program", "zrt-gpt2"},
+                                 {"model", opt_.config.to_json()},
+                                 {"step", step},
+                                 {"micro_batches", micro_batches_},
+                                 {"batch", opt_.batch},
+                                 {"seq", opt_.seq},
+                                 {"ranks", world_.size},
+                                 {"accumulation_steps", opt_.optimizer.accumulation_steps},
+                                 {"steps", opt_.steps},
+                                 {"seed", opt_.seed},
+                                 {"data", opt_.data_dir.string()}};
+    const auto t0 = Clock::now();
+    state_.save(opt_.save_path.string(), meta.dump());
+    std::string path = opt_.save_path.string();
+    if (auto at = path.find("{step}"); at != std::string::npos)
+      path.replace(at, 6, fmt::format("{:08d}", step));
+    if (lead_) fmt::print("checkpoint: {} (step {}, {:.1f} s)\n", path, step, seconds_since(t0));
+    std::fflush(stdout);
+    return path;
+  }
+
+  TrainResult run() {
+    header();
+    int64_t step = 0;
+    if (resume_)
+      step = resume();
+    else
+      model_.init_parameters(opt_.seed);
+    install_stop_signals();
+    TrainResult result;
+    result.first_step = step;
+    const int accum = std::max(1, opt_.optimizer.accumulation_steps);
+    const double tokens_per_step =
+        double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
+    double time_sum = 0;
+    while (step < opt_.steps) {
+      const auto t0 = Clock::now();
+      double loss = 0;
+      const double lr = lr_.at(step);
+      StepReport report;
+      for (int k = 0; k < accum; ++k) {
+        train_loader_.next(batch_.inputs, batch_.targets);
+        ++micro_batches_;
+        batch_.to_device();
+        loss +=
+            model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq) / accum;
+        // The gradient of the loss itself (times the fp16 loss scale): the model states sum
+        // the micro-steps and divide by their number and by the ranks.
+        model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
+                        static_cast<float>(state_.loss_scale()));
+        report = state_.step(lr);
+      }
+      ++step;
+      // One small all-reduce: the mean loss, and whether any rank was asked to stop.
+      std::vector<double> shared = {loss, double(stop_signal())};
+      sum_over_ranks(world_, shared);
+      loss = shared[0] / world_.size;
+      const double dt = seconds_since(t0);
+      const int64_t done = step - result.first_step;    // in this run
+      if (done > 1 || opt_.steps == 1) time_sum += dt;  // the first step warms caches up
+
+      StepMetrics m;
+      m.step = step;
+      m.loss = loss;
+      m.lr = lr;
+      m.grad_norm = report.grad_norm;
+      m.seconds = dt;
+      m.tokens_per_s = tokens_per_step / dt;
+      m.mem_model_states = state_.memory().total();
+      m.mem_activations = acts_.bytes() + sample_bytes_;
+      m.mem_rss = resident_bytes();
+      m.mem_peak_rss = peak_resident_bytes();
+      log_.step(m);
+      result.losses.push_back(loss);
+      // After the first step its own time is the only estimate there is.
+      const double per_step = done > 1 ? time_sum / double(done - 1) : dt;
+      const double eta = per_step * double(opt_.steps - step);
+      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || done == 1))
+        fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
+                   report.applied ? "" : " | update skipped (non-finite gradient)");
+      std::fflush(stdout);
+
+      if (shared[1] > 0) {
+        // Every rank leaves here together, after the same step.
+        result.stopped = true;
+        result.stop_signal = stop_signal();
+        if (lead_)
+          fmt::print("stopping after step {}: {}\n", step,
+                     stop_signal() == SIGUSR1   ? "SIGUSR1 received"
+                     : stop_signal() == SIGTERM ? "SIGTERM received"
+                                                : "another rank received a stop signal");
+        break;
+      }
+      if (!opt_.save_path.empty() && opt_.save_every > 0 && step % opt_.save_every == 0 &&
+          step < opt_.steps)
+        result.checkpoint = save(step);
+      if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
+        result.evals.push_back(evaluate(step));
+      if (opt_.sample_every > 0 && step % opt_.sample_every == 0 && step < opt_.steps)
+        result.last_sample = generate(step);
+    }
+    result.steps_done = step;
+    if (!opt_.save_path.empty()) result.checkpoint = save(step);
+    if (!result.stopped) {  // when preempted, time is short: save and go
+      result.evals.push_back(evaluate(step));
+      if (opt_.sample_every >= 0) result.last_sample = generate(step);
+    }
+    result.memory = state_.memory();
+    result.stage0_bytes = state_.stage0_bytes();
+    if (lead_)
+      fmt::print(
+          "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
+          "{}), activations {}, peak resident {}\n",
+          format_bytes(result.memory.total()),
+          format_bytes(result.memory.total() - result.memory.buckets),
+          format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
+          format_bytes(acts_.bytes() + sample_bytes_), format_bytes(peak_resident_bytes()));
+    if (opt_.plot && world_.rank == 0) {
+      try {
+        result.plots = write_plots(
+            opt_.plot_dir, "gpt2",
+            fmt::format("zrt-gpt2 {} on {}", opt_.config.name, opt_.data_dir.filename().string()),
+            log_.steps(), log_.evals());
+        if (lead_)
+          fmt::print("plots: {} and {}\n", result.plots.loss_png.string(),
+                     result.plots.memory_png.string());
+      } catch (const std::exception &e) {
+        fmt::print(stderr, "zrt-gpt2: {}\n", e.what());  // the run itself succeeded
+      }
+    }
+    log_.end({{"steps", step},
+              {"reason", result.stopped ? "signal" : "done"},
+              {"final_loss", result.losses.empty() ? 0.0 : result.losses.back()},
+              {"val_loss", result.evals.empty() ? 0.0 : result.evals.back().val_loss}});
+    return result;
+  }
+
+  void header() {
+    const Gpt2Config &c = opt_.config;
+    nlohmann::json info = {{"model", c.to_json()},
+                           {"data", opt_.data_dir.string()},
+                           {"train_tokens", train_file_.size()},
+                           {"val_tokens", val_file_ ? val_file_->size() : 0},
+                           {"ranks", world_.size},
+                           {"batch", opt_.batch},
+                           {"seq", opt_.seq},
+                           {"accumulation_steps", opt_.optimizer.accumulation_steps},
+                           {"steps", opt_.steps},
+                           {"lr", opt_.lr.max_lr},
+                           {"recompute", opt_.recompute},
+                           {"model_states", state_.describe()},
+                           {"mem_model_states", state_.memory().total()},
+                           {"mem_model_states_stage0", state_.stage0_bytes()}};
+    log_.run(info);
+    if (!lead_) return;
+    fmt::print(
+        "model {}: {} layers, {} heads, {} channels, vocab {}, context {}: {:.2f}M "
+        "parameters\n",
+        c.name, c.num_layers, c.num_heads, c.channels, c.vocab_size, c.max_seq_len,
+        c.num_parameters() / 1e6);
+    fmt::print("data {}: {} train tokens ({}), {} val tokens; {} epoch(s) planned\n",
+               opt_.data_dir.string(), train_file_.size(), token_format_name(train_file_.format()),
+               val_file_ ? val_file_->size() : 0,
+               fmt::format("{:.2f}", double(opt_.steps) * opt_.optimizer.accumulation_steps /
+                                         double(train_loader_.batches_per_epoch())));
+    fmt::print(
+        "batch {} x {} tokens x {} micro-step(s) x {} rank(s) = {} tokens per step; lr "
+        "{:.1e} (warmup {}, cosine to {:.1e}); {}\n",
+        opt_.batch, opt_.seq, opt_.optimizer.accumulation_steps, world_.size,
+        int64_t{opt_.batch} * opt_.seq * opt_.optimizer.accumulation_steps * world_.size,
+        lr_.max_lr, lr_.warmup_steps, lr_.min_lr,
+        opt_.recompute ? "activations recomputed in backward" : "activations kept");
+    fmt::print("model states: {}\n", state_.describe());
+    const StateMemory mem = state_.memory();
+    fmt::print(
+        "model states per rank: {} (parameters {}, gradients {}, master weights {}, AdamW {}, "
+        "buckets {}); stage 0 would hold {}\n",
+        format_bytes(mem.total()), format_bytes(mem.parameters), format_bytes(mem.gradients),
+        format_bytes(mem.master_weights), format_bytes(mem.optimizer_state),
+        format_bytes(mem.buckets), format_bytes(state_.stage0_bytes()));
+    std::fflush(stdout);
+  }
+
+  EvalMetrics evaluate(int64_t step) {
+    EvalMetrics e{step, std::nan("")};
+    if (!val_loader_) return e;
+    val_loader_->reset();
+    std::vector<double> sum = {0};
+    for (int i = 0; i < opt_.eval_batches; ++i) {
+      val_loader_->next(batch_.inputs, batch_.targets);
+      batch_.to_device();
+      sum[0] += model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq);
+    }
+    sum_over_ranks(world_, sum);
+    e.val_loss = sum[0] / (double(opt_.eval_batches) * world_.size);
+    log_.eval(e);
+    if (lead_) fmt::print("step {}: val loss {:.4f}\n", step, e.val_loss);
+    return e;
+  }
+
+  std::string generate(int64_t step) {
+    if (!sample_acts_) {
+      sample_acts_ =
+          std::make_unique<Activations<float>>(opt_.config, 1, opt_.seq, ActivationMode::inference);
+      sample_bytes_ = sample_acts_->bytes();
+    }
+    // Documents begin with <|endoftext|>, so the model starts a new one.
+    const int start = opt_.config.vocab_size > 50256 ? 50256 : 0;
+    SampleOptions so = opt_.sample;
+    so.seed = opt_.sample.seed + static_cast<uint64_t>(step);
+    std::vector<int> ids = sample(model_, *sample_acts_, {start}, so);
+    std::string text = tokenizer_
+                           ? tokenizer_->decode(ids)
+                           : fmt::format("(token ids; no tokenizer) {}", fmt::join(ids, " "));
+    log_.sample(step, text);
+    if (lead_) fmt::print("step {}: sample ---\n{}\n---\n", step, text);
+    return text;
+  }
+
+  const TrainOptions &opt_;
+  ModelState &state_;
+  const World &world_;
+  const bool lead_;
+  Gpt2Model<float> model_;
+  TokenFile train_file_;
+  DataLoader train_loader_;
+  std::optional<TokenFile> val_file_;
+  std::optional<DataLoader> val_loader_;
+  std::optional<BpeTokenizer> tokenizer_;
+  Activations<float> acts_;
+  std::unique_ptr<Activations<float>> sample_acts_;
+  int64_t sample_bytes_ = 0;
+  Batch batch_;
+  MetricsLog log_;
+  LrSchedule lr_;
+  std::optional<CheckpointInfo> resume_;
+  int64_t micro_batches_ = 0;  // batches this rank's loader has read, over all runs
+};
+
+Trainer::Trainer(const TrainOptions &options, ModelState &state, const World &world)
+    : impl_(std::make_unique<Impl>(options, state, world)) {}
+
+Trainer::~Trainer() = default;
+
+TrainResult Trainer::run() {
+  return impl_->run();
+}
+
+TrainResult train(const TrainOptions &options, ModelState &state, const World &world) {
+  return Trainer(options, state, world).run();
+}
+
+}  // namespace gpt2

@@ -1,0 +1,311 @@
+// zrt-gpt2: trains GPT-2 (Kokkos, KokkosKernels' gemm) on zerort's ZeRO engine.
+//
+//   mpirun -np 2 zrt-gpt2 --config d2 --steps 200 --zero-stage 2 --data apps/data/cache/moby-dick
+//   zrt-gpt2 --help
+//
+// Checkpoints are zerort's (zerort/checkpoint.h): --save writes one at the end, every
+// --save-every steps and on SIGUSR1/SIGTERM (Slurm's warning before a time limit or a
+// preemption), after which the program exits with status 75 (EX_TEMPFAIL: "requeue me");
+// --resume continues from one. --offload-activations needs zerort's activation offload
+// (zerort/memory.h), which this build does not have yet: it says so and stops.
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "train/engine_model_state.hpp"
+#include "train/trainer.hpp"
+
+namespace {
+
+constexpr int kExitStopped = 75;  // EX_TEMPFAIL
+
+struct Cli {
+  gpt2::TrainOptions train;
+  std::string config = "d2";
+  std::optional<int> n_layer, n_head, n_embd, vocab_size, n_positions;
+  int zero_stage = 2;
+  std::string dtype = "fp32";
+  bool deterministic = false;
+  bool offload_activations = false;
+  std::optional<double> bucket_mb;
+  std::string data = "apps/data/cache/moby-dick";
+  std::string data_format = "auto";
+  std::string tokenizer;
+  std::optional<double> lr;
+  double min_lr_frac = 0.1;
+  std::string save, resume;
+};
+
+void add_options(CLI::App &app, Cli &c) {
+  gpt2::TrainOptions &t = c.train;
+  app.add_option("--config", c.config,
+                 "model: gpt2 (124M), gpt2-medium, gpt2-large, gpt2-xl, dN (N layers of 64N "
+                 "channels: d2, d6, d12), or a JSON file (n_layer, n_head, n_embd, vocab_size, "
+                 "n_positions; \"base\": NAME)")
+      ->capture_default_str();
+  app.add_option("--n-layer", c.n_layer, "override the number of layers");
+  app.add_option("--n-head", c.n_head, "override the number of heads");
+  app.add_option("--n-embd", c.n_embd, "override the channels");
+  app.add_option("--vocab-size", c.vocab_size, "override the vocabulary size");
+  app.add_option("--n-positions", c.n_positions, "override the context length");
+  app.add_option("--zero-stage", c.zero_stage,
+                 "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
+                 "and parameters")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  app.add_option("--dtype", c.dtype,
+                 "parameters and gradients in the engine: fp32, or bf16 with fp32 master "
+                 "weights (the model computes in fp32 either way)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app.add_flag("--deterministic", c.deterministic,
+               "reductions add in rank order: bitwise-identical results for every stage and run "
+               "at a given number of ranks");
+  app.add_option("--bucket-mb", c.bucket_mb,
+                 "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", t.steps, "optimizer steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", t.batch, "sequences per micro-step and rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--seq", t.seq, "tokens per sequence")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--grad-accum", t.optimizer.accumulation_steps, "micro-steps per optimizer step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--lr", c.lr,
+                 "peak learning rate (default by width, as GPT-3: 6e-4 for 768 channels, 1e-3 "
+                 "up to 512, 3e-3 up to 256)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--min-lr-frac", c.min_lr_frac, "final learning rate, as a share of --lr")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--warmup", t.lr.warmup_steps, "linear warmup steps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--weight-decay", t.optimizer.weight_decay, "AdamW weight decay")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--beta1", t.optimizer.beta1, "AdamW beta1")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--beta2", t.optimizer.beta2, "AdamW beta2")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--recompute", t.recompute, "recompute activations in backward (less memory)");
+  app.add_flag("--offload-activations", c.offload_activations,
+               "keep block outputs in host memory through zerort (needs zerort/memory.h)");
+  app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
+  app.add_option("--data", c.data, "folder with train.bin and val.bin (apps/data/prepare)")
+      ->capture_default_str();
+  app.add_option("--data-format", c.data_format, "token files: auto, llmc or raw (nanoGPT)")
+      ->check(CLI::IsMember({"auto", "llmc", "raw"}))
+      ->capture_default_str();
+  app.add_option("--tokenizer", c.tokenizer,
+                 "folder with encoder.json and vocab.bpe, to print samples as text "
+                 "(default: DATA/../tokenizer)");
+  app.add_option("--eval-every", t.eval_every, "validation loss every N steps (and at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--eval-batches", t.eval_batches, "batches per validation")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--sample-every", t.sample_every,
+                 "text sample every N steps; 0 = at the end only; -1 = never")
+      ->capture_default_str();
+  app.add_option("--sample-tokens", t.sample.tokens, "tokens per sample")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--temperature", t.sample.temperature, "sampling temperature; 0 = greedy")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--top-k", t.sample.top_k, "sample among the k most likely tokens; 0 = all")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--json-metrics", t.json_metrics, "write metrics as JSON lines to this file");
+  app.add_flag("--plot", t.plot, "draw the loss and memory curves as PNG (gnuplot)");
+  app.add_option("--plot-dir", t.plot_dir, "where --plot writes gpt2_loss.png, gpt2_memory.png")
+      ->capture_default_str();
+  app.add_option("--log-every", t.log_every, "progress line every N steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--save", c.save,
+                 "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
+                 "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
+  app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--resume", c.resume,
+                 "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+}
+
+// What stops the run before it starts: options that need parts of zerort that are not
+// implemented yet. Checked first, so nothing is read or written.
+void check_supported(const Cli &c) {
+  if (c.offload_activations)
+    throw std::runtime_error(
+        "--offload-activations needs zerort's activation offload (zerort/memory.h: "
+        "zrt_offload_push/prefetch/fetch), which this build does not implement yet; "
+        "--recompute saves activation memory instead");
+}
+
+gpt2::EngineOptions engine_options(const Cli &c) {
+  gpt2::EngineOptions e;
+  e.stage = c.zero_stage;
+  e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+  e.deterministic = c.deterministic;
+  e.optimizer = c.train.optimizer;
+  e.lr = c.train.lr.max_lr;
+  if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
+  return e;
+}
+
+gpt2::Gpt2Config model_config(const Cli &c) {
+  gpt2::Gpt2Config cfg = gpt2::Gpt2Config::from_name_or_file(c.config);
+  if (c.n_layer) cfg.num_layers = *c.n_layer;
+  if (c.n_head) cfg.num_heads = *c.n_head;
+  if (c.n_embd) cfg.channels = *c.n_embd;
+  if (c.vocab_size) cfg.vocab_size = *c.vocab_size;
+  if (c.n_positions) cfg.max_seq_len = *c.n_positions;
+  cfg.validate();
+  return cfg;
+}
+
+// Smaller models train stably at larger rates (GPT-3's table: 6e-4 at 125M, down to 2e-4
+// at 1.3B); tiny ones take more still.
+double default_lr(const gpt2::Gpt2Config &cfg) {
+  if (cfg.channels <= 256) return 3e-3;
+  if (cfg.channels <= 512) return 1e-3;
+  if (cfg.channels <= 768) return 6e-4;
+  if (cfg.channels <= 1024) return 3e-4;
+  return 2e-4;
+}
+
+// OpenBLAS picks its kernels from the CPU model; on virtual machines that report a generic
+// CPU it falls back to its SSE3 ones (Prescott), leaving AVX2/AVX-512 unused. Say so.
+void check_blas(bool print) {
+  using CoreName = char *(*)();
+  auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (!corename || !print) return;
+  const std::string core = corename();
+  if ((core == "Prescott" || core == "Core2" || core == "Nehalem") &&
+      __builtin_cpu_supports("avx2"))
+    fmt::print(stderr,
+               "zrt-gpt2: note: OpenBLAS did not recognize this CPU and uses its {} (SSE) "
+               "kernels; OPENBLAS_CORETYPE={} selects the ones for its {}\n",
+               core, __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell",
+               __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  Cli cli;
+  CLI::App app{"zrt-gpt2: train GPT-2 (Kokkos) on zerort"};
+  add_options(app, cli);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    // Every rank parses the same arguments; one message (or --help) is enough.
+    int code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  int rc = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    zrt_context_h ctx = nullptr;
+    zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
+    if (st != ZRT_SUCCESS) {
+      fmt::print(stderr, "zrt-gpt2: rank {}: zrt_init: {}\n", rank, zrt_last_error_message());
+      MPI_Finalize();
+      return 1;
+    }
+    gpt2::World world{rank, size, nullptr};
+    zrt_context_comm(ctx, &world.comm);
+
+    // Set up everything that can fail on bad input, agreeing across ranks after each part,
+    // so that a problem on one rank (a file missing on one node) stops every rank with its
+    // message instead of leaving the others waiting in a collective.
+    std::unique_ptr<gpt2::ModelState> state;
+    std::unique_ptr<gpt2::Trainer> trainer;
+    auto agreed = [&](const std::function<void()> &part) {
+      std::string error;
+      try {
+        part();
+      } catch (const std::exception &e) {
+        error = e.what();
+      }
+      int failed_rank = -1;
+      zrt_status_t agreed_st = zrt_comm_agree_status(
+          world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
+      // The lowest failing rank speaks; usually every rank failed alike (a bad option).
+      if (agreed_st != ZRT_SUCCESS && rank == failed_rank)
+        fmt::print(stderr, "zrt-gpt2: {}{}\n", rank > 0 ? fmt::format("rank {}: ", rank) : "",
+                   error);
+      return agreed_st == ZRT_SUCCESS;
+    };
+    const bool ready =
+        agreed([&] {
+          check_supported(cli);
+          cli.train.config = model_config(cli);
+          cli.train.data_dir = cli.data;
+          cli.train.save_path = cli.save;
+          cli.train.resume_path = cli.resume;
+          cli.train.data_format = gpt2::parse_token_format(cli.data_format);
+          cli.train.tokenizer_dir =
+              cli.tokenizer.empty() ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
+                                    : std::filesystem::path(cli.tokenizer);
+          cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
+          cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
+          check_blas(rank == 0);
+        }) &&
+        // Collective: the engine agrees on its own errors, so every rank gets here.
+        agreed([&] {
+          state = gpt2::make_engine_model_state(ctx, cli.train.config, engine_options(cli));
+        }) &&
+        agreed([&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
+    if (!ready) {
+      rc = 1;
+    } else {
+      try {
+        gpt2::TrainResult result = trainer->run();
+        // Stopped by a signal (a time limit or a preemption coming): "try again later", so
+        // that a batch script can requeue the job, which then resumes from the checkpoint.
+        if (result.stopped) rc = kExitStopped;
+      } catch (const std::exception &e) {
+        fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, e.what());
+        // Other ranks may be inside a collective: end the job rather than hang.
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    trainer.reset();
+    state.reset();
+    zrt_finalize(ctx);
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,263 @@
+// Every layer's backward against central finite differences of its forward, in double
+// precision: the loss is sum(R * output) for a random R, so d(loss)/d(output) = R.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "gradient_check.hpp"
+#include "model/attention.hpp"
+#include "model/crossentropy.hpp"
+#include "model/encoder.hpp"
+#include "model/gelu.hpp"
+#include "model/layernorm.hpp"
+#include "model/matmul.hpp"
+#include "model/residual.hpp"
+
+namespace gpt2::test {
+namespace {
+
+constexpr double kTolerance = 1e-6;
+using Buf = DeviceBuffer<double>;
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TEST(Layers, MatmulGradients) {
+  const int N = 6, C = 5, OC = 7;
+  std::mt19937_64 rng(1);
+  Buf inp(N * C), w(OC * C), b(OC), out(N * OC), r(N * OC);
+  inp.randomize(rng);
+  w.randomize(rng);
+  b.randomize(rng);
+  r.randomize(rng);
+  auto loss = [&] {
+    matmul_forward<double>(out.mat(N, OC), inp.cmat(N, C), w.cmat(OC, C), b.cvec());
+    return dot(r.host, out.to_host());
+  };
+  // Gradient buffers start as NaN: beta 0 must overwrite without reading them.
+  Buf dinp(N * C, kNaN), dw(OC * C, kNaN), db(OC, kNaN);
+  loss();
+  matmul_backward<double>(dinp.mat(N, C), dw.mat(OC, C), db.vec(), r.cmat(N, OC), inp.cmat(N, C),
+                          w.cmat(OC, C), 0.0, 0.0);
+  EXPECT_LT(max_gradient_error("matmul d inp", inp, dinp.to_host(), loss), kTolerance);
+  EXPECT_LT(max_gradient_error("matmul d weight", w, dw.to_host(), loss), kTolerance);
+  EXPECT_LT(max_gradient_error("matmul d bias", b, db.to_host(), loss), kTolerance);
+
+  // beta 1 adds: a second backward doubles every gradient.
+  std::vector<double> once_w = dw.host, once_b = db.host, once_in = dinp.host;
+  matmul_backward<double>(dinp.mat(N, C), dw.mat(OC, C), db.vec(), r.cmat(N, OC), inp.cmat(N, C),
+                          w.cmat(OC, C), 1.0, 1.0);
+  dw.to_host();
+  db.to_host();
+  dinp.to_host();
+  for (size_t i = 0; i < once_w.size(); ++i)
+    EXPECT_DOUBLE_EQ(dw.host[i], 2 * once_w[i]);
+  for (size_t i = 0; i < once_b.size(); ++i)
+    EXPECT_DOUBLE_EQ(db.host[i], 2 * once_b[i]);
+  for (size_t i = 0; i < once_in.size(); ++i)
+    EXPECT_DOUBLE_EQ(dinp.host[i], 2 * once_in[i]);
+}
+
+TEST(Layers, MatmulWithoutBias) {
+  const int N = 3, C = 4, OC = 2;
+  std::mt19937_64 rng(2);
+  Buf inp(N * C), w(OC * C), out(N * OC);
+  inp.randomize(rng);
+  w.randomize(rng);
+  matmul_forward<double>(out.mat(N, OC), inp.cmat(N, C), w.cmat(OC, C), CVec<double>());
+  out.to_host();
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < OC; ++o) {
+      double want = 0;
+      for (int c = 0; c < C; ++c)
+        want += inp.host[n * C + c] * w.host[o * C + c];
+      EXPECT_NEAR(out.host[n * OC + o], want, 1e-14);
+    }
+}
+
+TEST(Layers, LayerNormGradients) {
+  const int N = 6, C = 8;
+  std::mt19937_64 rng(3);
+  Buf inp(N * C), w(C), b(C), out(N * C), mean(N), rstd(N), r(N * C);
+  inp.randomize(rng, 2.0);
+  w.randomize(rng);
+  b.randomize(rng);
+  r.randomize(rng);
+  auto loss = [&] {
+    layernorm_forward<double>(out.mat(N, C), mean.vec(), rstd.vec(), inp.cmat(N, C), w.cvec(),
+                              b.cvec());
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  Buf dinp(N * C, kNaN), dw(C, kNaN), db(C, kNaN);
+  layernorm_backward<double>(dinp.mat(N, C), dw.vec(), db.vec(), r.cmat(N, C), inp.cmat(N, C),
+                             w.cvec(), mean.cvec(), rstd.cvec(), 0.0, 0.0);
+  EXPECT_LT(max_gradient_error("layernorm d inp", inp, dinp.to_host(), loss), kTolerance);
+  EXPECT_LT(max_gradient_error("layernorm d weight", w, dw.to_host(), loss), kTolerance);
+  EXPECT_LT(max_gradient_error("layernorm d bias", b, db.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, LayerNormNormalizes) {
+  const int N = 4, C = 16;
+  std::mt19937_64 rng(4);
+  Buf inp(N * C), w(C, 1.0), b(C, 0.0), out(N * C), mean(N), rstd(N);
+  inp.randomize(rng, 5.0);
+  layernorm_forward<double>(out.mat(N, C), mean.vec(), rstd.vec(), inp.cmat(N, C), w.cvec(),
+                            b.cvec());
+  out.to_host();
+  for (int n = 0; n < N; ++n) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; ++c)
+      m += out.host[n * C + c] / C;
+    for (int c = 0; c < C; ++c)
+      v += (out.host[n * C + c] - m) * (out.host[n * C + c] - m) / C;
+    EXPECT_NEAR(m, 0.0, 1e-12);
+    EXPECT_NEAR(v, 1.0, 1e-3);  // 1 - eps * rstd^2
+  }
+}
+
+TEST(Layers, GeluGradients) {
+  const int N = 41;
+  Buf inp(N), out(N), r(N);
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < N; ++i)
+    inp.host[static_cast<size_t>(i)] = -4.0 + 8.0 * i / (N - 1);
+  inp.to_device();
+  r.randomize(rng);
+  auto loss = [&] {
+    gelu_forward<double>(out.vec(), inp.cvec());
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  EXPECT_NEAR(out.host[N / 2], 0.0, 1e-15);  // gelu(0) = 0
+  EXPECT_NEAR(out.host[N - 1], 4.0, 1e-3);   // ~x for large x
+  EXPECT_NEAR(out.host[0], 0.0, 1e-3);       // ~0 for very negative x
+  Buf dinp(N, kNaN);
+  gelu_backward<double>(dinp.vec(), inp.cvec(), r.cvec());
+  EXPECT_LT(max_gradient_error("gelu d inp", inp, dinp.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, ResidualAdds) {
+  Buf a(5, 1.5), b(5, 2.25), out(5);
+  residual_forward<double>(out.vec(), a.cvec(), b.cvec());
+  for (double v : out.to_host())
+    EXPECT_EQ(v, 3.75);
+}
+
+TEST(Layers, AttentionGradients) {
+  const AttentionShape s{2, 5, 2, 3};  // B, T, NH, hs
+  const int BT = s.B * s.T, C = s.NH * s.hs;
+  std::mt19937_64 rng(6);
+  Buf qkv(BT * 3 * C), out(BT * C), r(BT * C);
+  Buf qkvp(3 * BT * C), att(s.B * s.NH * s.T * s.T), yp(BT * C);
+  qkv.randomize(rng, 1.5);
+  r.randomize(rng);
+  auto loss = [&] {
+    attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(BT, 3 * C),
+                              s);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  // Causality: row t of each head's attention sums to 1 over t2 <= t, 0 beyond.
+  att.to_host();
+  for (int row = 0; row < s.B * s.NH * s.T; ++row) {
+    const int t = row % s.T;
+    double sum = 0;
+    for (int t2 = 0; t2 < s.T; ++t2) {
+      const double a = att.host[static_cast<size_t>(row * s.T + t2)];
+      if (t2 > t) {
+        EXPECT_EQ(a, 0.0);
+      }
+      sum += a;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-14);
+  }
+  Buf dqkv(BT * 3 * C, kNaN), dqkvp(3 * BT * C, kNaN), datt(att.size(), kNaN), doutp(BT * C);
+  attention_backward<double>(dqkv.mat(BT, 3 * C), dqkvp.vec(), datt.vec(), doutp.vec(),
+                             r.cmat(BT, C), qkvp.cvec(), att.cvec(), s);
+  EXPECT_LT(max_gradient_error("attention d qkv", qkv, dqkv.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, AttentionIsCausal) {
+  // Changing the last position's q, k, v leaves every earlier output unchanged.
+  const AttentionShape s{1, 4, 2, 2};
+  const int BT = s.B * s.T, C = s.NH * s.hs;
+  std::mt19937_64 rng(7);
+  Buf qkv(BT * 3 * C), out(BT * C), qkvp(3 * BT * C), att(s.NH * s.T * s.T), yp(BT * C);
+  qkv.randomize(rng);
+  attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(BT, 3 * C),
+                            s);
+  std::vector<double> before = out.to_host();
+  for (int j = 0; j < 3 * C; ++j)
+    qkv.host[static_cast<size_t>((BT - 1) * 3 * C + j)] += 1.0;
+  qkv.to_device();
+  attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(BT, 3 * C),
+                            s);
+  out.to_host();
+  for (int i = 0; i < (BT - 1) * C; ++i)
+    EXPECT_EQ(out.host[static_cast<size_t>(i)], before[static_cast<size_t>(i)]) << i;
+  bool last_changed = false;
+  for (int i = (BT - 1) * C; i < BT * C; ++i)
+    last_changed |= out.host[static_cast<size_t>(i)] != before[static_cast<size_t>(i)];
+  EXPECT_TRUE(last_changed);
+}
+
+TEST(Layers, EncoderGradients) {
+  const int V = 7, maxT = 6, C = 4, B = 2, Tn = 5;
+  std::mt19937_64 rng(8);
+  Buf wte(V * C), wpe(maxT * C), out(B * Tn * C), r(B * Tn * C);
+  wte.randomize(rng);
+  wpe.randomize(rng);
+  r.randomize(rng);
+  auto tokens = device_tokens({3, 1, 3, 0, 6, 6, 2, 3, 3, 1});  // repeats on purpose
+  auto loss = [&] {
+    encoder_forward<double>(out.mat(B * Tn, C), tokens, wte.cmat(V, C), wpe.cmat(maxT, C), B, Tn);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  // The scatter into dwte always adds (the LM head wrote it first): start from zero here.
+  Buf dwte(V * C, 0.0), dwpe(maxT * C, kNaN);
+  encoder_backward<double>(dwte.mat(V, C), dwpe.mat(maxT, C), r.cmat(B * Tn, C), tokens, B, Tn,
+                           0.0);
+  EXPECT_LT(max_gradient_error("encoder d wte", wte, dwte.to_host(), loss), kTolerance);
+  EXPECT_LT(max_gradient_error("encoder d wpe", wpe, dwpe.to_host(), loss), kTolerance);
+  for (int c = 0; c < C; ++c)  // position Tn is past the sequence: no gradient
+    EXPECT_EQ(dwpe.host[static_cast<size_t>(Tn * C + c)], 0.0);
+}
+
+TEST(Layers, CrossEntropyGradients) {
+  const int N = 6, V = 9;
+  std::mt19937_64 rng(9);
+  Buf logits(N * V), probs(N * V), losses(N);
+  logits.randomize(rng, 3.0);
+  auto targets = device_tokens({0, 8, 4, 4, 2, 7});
+  auto loss = [&] {
+    Kokkos::deep_copy(probs.device, logits.device);
+    return crossentropy_forward<double>(probs.mat(N, V), losses.vec(), targets);
+  };
+  double mean = loss();
+  // Against a direct computation of -log softmax.
+  double want = 0;
+  const int target[] = {0, 8, 4, 4, 2, 7};
+  for (int n = 0; n < N; ++n) {
+    double z = 0;
+    for (int v = 0; v < V; ++v)
+      z += std::exp(logits.host[static_cast<size_t>(n * V + v)]);
+    want += (std::log(z) - logits.host[static_cast<size_t>(n * V + target[n])]) / N;
+  }
+  EXPECT_NEAR(mean, want, 1e-13);
+  crossentropy_backward<double>(probs.mat(N, V), targets, 1.0 / N);
+  EXPECT_LT(max_gradient_error("crossentropy d logits", logits, probs.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, CrossEntropyIsStableForLargeLogits) {
+  const int N = 1, V = 3;
+  Buf logits(N * V), losses(N);
+  logits.host = {1000.0, 0.0, -1000.0};
+  logits.to_device();
+  double mean = crossentropy_forward<double>(logits.mat(N, V), losses.vec(), device_tokens({1}));
+  EXPECT_NEAR(mean, 1000.0, 1e-9);  // finite although exp(-1000) underflows
+}
+
+}  // namespace
+}  // namespace gpt2::test
