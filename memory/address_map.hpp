@@ -60,6 +60,12 @@ class AddressMap {
 
   size_t size() const { return count_; }
 
+  template <class F>
+  void for_each(F &&f) const {
+    for (const Entry &e : table_)
+      if (e.key != 0) f(e.block);
+  }
+
  private:
   struct Entry {
     uintptr_t key = 0;  // addresses are never 0

@@ -6,8 +6,12 @@ using namespace zrt;
 
 namespace {
 
+// Bound once at load: pool_table() is a function-local static, whose guard check would
+// otherwise be paid on every zrt_pool_alloc and zrt_pool_free.
+ObjectTable<PoolEntry> &g_pools = pool_table();
+
 PoolEntry &pool_from(zrt_pool_h pool) {
-  return pool_table().get(handle_value(pool), "pool");
+  return g_pools.get(handle_value(pool), "pool");
 }
 
 BufferId buffer_id(zrt_buffer_h buffer) {
@@ -206,6 +210,7 @@ ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats) {
       stats->numa_node = s.numa_node;
       stats->segments = s.segments;
     }
+    if (m & ZRT_POOL_STATS_FIELD_THREAD_CACHE) stats->thread_cached_bytes = s.thread_cached;
     return ZRT_SUCCESS;
   });
 }

@@ -115,6 +115,7 @@ PoolOptions MemoryPart::default_options(MemorySpace space) const {
   o.segment_bytes = static_cast<size_t>(c.get_int(key(space, "segment_bytes")));
   o.alignment = static_cast<size_t>(c.get_int("memory.alignment"));
   o.compact = compact_from_name(c.get_string("memory.compact"));
+  o.thread_cache_bytes = static_cast<size_t>(c.get_int("memory.thread_cache_bytes"));
   if (o.limit == 0) {
     switch (space) {
       case MemorySpace::Host:

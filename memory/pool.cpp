@@ -20,6 +20,11 @@ uint16_t next_tag() {
   return static_cast<uint16_t>(counter.fetch_add(1) % ((1u << kTagBits) - 1) + 1);
 }
 
+uint64_t next_serial() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1) + 1;
+}
+
 size_t round_up(size_t v, size_t unit) {
   return (v + unit - 1) / unit * unit;
 }
@@ -73,6 +78,7 @@ nlohmann::json PoolStats::to_json() const {
           {"allocations", allocations},
           {"movable_allocations", movable_allocations},
           {"free_bytes", free},
+          {"thread_cached_bytes", thread_cached},
           {"largest_free_bytes", largest_free},
           {"fragmentation", fragmentation},
           {"compactions", compactions},
@@ -99,6 +105,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
       host_accessible_(resource_->host_accessible()),
       align_shift_(0),
       tag_(next_tag()),
+      serial_(next_serial()),
       bins_(0) {
   size_t a = options_.alignment;
   if (a < 64 || a > (size_t{1} << 20) || !std::has_single_bit(a))
@@ -109,6 +116,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
     fail(ZRT_ERR_INVALID_ARGUMENT, "segment_bytes is 0: a pool grows by whole segments");
   if (options_.name.empty()) options_.name = space_name(resource_->space());
   align_shift_ = static_cast<unsigned>(std::countr_zero(a));
+  cache_max_ = round_down(options_.thread_cache_bytes / 2, a);
   bins_ = FreeBins(align_shift_);
   // Segments are whole pages (or whatever the resource maps) and whole alignment units.
   size_t unit = std::max(resource_->granularity(), a);
@@ -135,7 +143,11 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
 }
 
 Pool::~Pool() {
+  std::lock_guard registry(thread_cache_registry());
   std::lock_guard lock(mutex_);
+  // The threads still hold their caches; they delete them once they see this.
+  for (ThreadCache *c : caches_)
+    c->pool.store(nullptr, std::memory_order_relaxed);
   for (auto &r : regions_) {
     // Leave no poisoned shadow behind: the system may map this range again for others.
     for (Block *b = r->first; b != nullptr; b = b->next)
@@ -149,6 +161,11 @@ Pool::~Pool() {
 // --- allocation -------------------------------------------------------------------------
 
 void *Pool::allocate(size_t bytes, Lifetime lifetime) {
+  if (bytes - 1 < cache_max_) {  // bytes in [1, cache_max_]
+    ThreadCache *c = my_cache();
+    if (c == nullptr) c = make_my_cache();
+    return allocate_cached(*c, bytes, lifetime);
+  }
   std::lock_guard lock(mutex_);
   return reinterpret_cast<void *>(allocate_block(bytes, lifetime, BlockState::Raw)->addr);
 }
@@ -194,8 +211,8 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
     b->requested = bytes;
     b->locks = 0;
     unpoison(host_accessible_, b->addr, bytes);
-    live_ += size;
-    peak_live_ = std::max(peak_live_, live_);
+    add_live(size);
+    note_live();
     ++count_;
     return b;
   }
@@ -212,8 +229,8 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
   b->locks = 0;
   unpoison(host_accessible_, b->addr, bytes);
   addresses_.insert(b->addr, b);
-  live_ += size;
-  peak_live_ = std::max(peak_live_, live_);
+  add_live(size);
+  note_live();
   ++count_;
   return b;
 }
@@ -249,6 +266,11 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
   // Merge what the quick cache holds before concluding that memory is short.
   if (cache_.count() > 0) {
+    flush_cache();
+    if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
+  }
+  if (thread_idle_bytes() > 0) {
+    flush_mine_locked();
     flush_cache();
     if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
   }
@@ -458,9 +480,12 @@ void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const st
 void Pool::free(void *ptr) {
   if (ptr == nullptr) fail(ZRT_ERR_INVALID_ARGUMENT, "ptr is NULL");
   auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (cache_max_ != 0)
+    if (ThreadCache *c = my_cache(); c != nullptr && free_cached(*c, p)) return;
   std::lock_guard lock(mutex_);
   Block *b = addresses_.find(p);
   if (b == nullptr || b->state == BlockState::Cached) bad_free(p);
+  if (b->state == BlockState::Lent) return remote_free_locked(b);
   if (b->state == BlockState::Movable)
     fail(ZRT_ERR_INVALID_ARGUMENT,
          "ptr {} is the address of a movable buffer of pool '{}': free it by its handle "
@@ -470,7 +495,7 @@ void Pool::free(void *ptr) {
 }
 
 void Pool::free_block(Block *b) {
-  live_ -= b->size;
+  sub_live(b->size);
   --count_;
   auto evict = [this](Block *old) {
     addresses_.erase(old->addr);
@@ -570,6 +595,7 @@ void Pool::unlock(BufferId buffer) {
 size_t Pool::trim() {
   std::lock_guard lock(mutex_);
   store_.ensure(2);
+  flush_mine_locked();
   flush_cache();
   size_t released = 0;
   size_t page = resource_->granularity();
@@ -679,6 +705,7 @@ uint64_t Pool::generation() const {
 
 PoolStats Pool::stats() {
   std::lock_guard lock(mutex_);
+  flush_mine_locked();
   flush_cache();
   return stats_locked();
 }
@@ -689,9 +716,14 @@ PoolStats Pool::stats_locked() const {
   s.limit = options_.limit;
   s.reserved = reserved_;
   s.peak_reserved = peak_reserved_;
-  s.live = live_;
-  s.peak_live = peak_live_;
-  s.allocations = count_;
+  // Blocks idle in thread caches are allocated as far as the pool's books go.
+  size_t idle_count = 0;
+  for (const ThreadCache *c : caches_)
+    idle_count += c->idle_count.load(std::memory_order_relaxed);
+  s.thread_cached = thread_idle_bytes();
+  s.live = live_ - s.thread_cached;
+  s.peak_live = thread_peak_live();
+  s.allocations = count_ - idle_count;
   s.movable_allocations = movable_count_;
   s.free = reserved_ - live_;
   const Block *largest = bins_.largest();
@@ -761,6 +793,7 @@ void Pool::check() const {
           if (!bins_.contains(b)) broken("free block missing from its bin");
           break;
         case BlockState::Raw:
+        case BlockState::Lent:
         case BlockState::Movable:
           ++count;
           live += b->size;
@@ -791,7 +824,10 @@ void Pool::check() const {
   if (cached != cache_.count()) broken("cached blocks and the quick cache disagree");
   if (addresses_.size() != count_ + cached) broken("address map size");
   if (free_blocks != bins_.count()) broken("bins hold blocks that are not free");
-  if (reserved_ > peak_reserved_ || live_ > peak_live_) broken("peaks below current values");
+  if (reserved_ > peak_reserved_ || live_ - thread_idle_bytes() > thread_peak_live())
+    broken("peaks below current values");
+  for (const ThreadCache *c : caches_)
+    if (c->pool.load(std::memory_order_relaxed) != this) broken("a thread cache of another pool");
 }
 
 }  // namespace zrt

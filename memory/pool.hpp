@@ -18,11 +18,17 @@
 // Compaction (pool_compaction.cpp) moves unlocked movable blocks towards their
 // lifetime's end and bumps the generation.
 //
-// Thread safety: one mutex per pool; every public member takes it.
+// Thread caches (thread_cache.hpp): allocations of up to half of thread_cache_bytes are
+// served from a cache private to the calling thread, which the pool lends blocks to, so
+// the common allocate / free of a size the thread used before takes no lock.
+//
+// Thread safety: one mutex per pool; every public member takes it, except on the thread
+// cache's fast path.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,6 +40,7 @@
 #include "memory/pool_block.hpp"
 #include "memory/quick_cache.hpp"
 #include "memory/resource.hpp"
+#include "memory/thread_cache.hpp"
 
 namespace zrt {
 
@@ -47,6 +54,8 @@ struct PoolOptions {
   CompactPolicy compact = CompactPolicy::Auto;
   // Where the limit comes from, for messages ("memory.host.limit"); may be empty.
   std::string limit_key;
+  // Most bytes a thread's cache keeps idle; blocks up to half of it are cached. 0: off.
+  size_t thread_cache_bytes = size_t{32} << 20;
 };
 
 struct PoolStats {
@@ -56,6 +65,7 @@ struct PoolStats {
   size_t live = 0, peak_live = 0;
   size_t allocations = 0, movable_allocations = 0;
   size_t free = 0, largest_free = 0;
+  size_t thread_cached = 0;  // idle in other threads' caches: neither live nor in `free`
   double fragmentation = 0;
   uint64_t compactions = 0, moved_bytes = 0, generation = 0, out_of_memory = 0;
   bool page_locked = false;
@@ -111,12 +121,36 @@ class Pool {
   // True when ptr lies in memory this pool has reserved.
   bool owns(const void *ptr) const;
 
+  // Called at thread exit with thread_cache_registry() held: c's idle blocks return to
+  // the pool, its live ones become ordinary allocations.
+  void retire(ThreadCache &c);
+
   // Checks every invariant of the bookkeeping (address order, coalescing, bins, totals);
   // throws Error(ZRT_ERR_INTERNAL) naming the first that is broken. For tests.
   void check() const;
 
  private:
   Block *allocate_block(size_t bytes, Lifetime lifetime, BlockState kind);
+  void *allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime);
+  bool free_cached(ThreadCache &c, uintptr_t p);  // false: p is not lent to c
+  ThreadCache *my_cache() const { return find_thread_cache(serial_); }
+  ThreadCache *make_my_cache();
+  void service(ThreadCache &c);                     // c's owner: returns remote frees (locks)
+  void service_locked(ThreadCache &c);              // ... and drains c when asked to
+  void flush_locked(ThreadCache &c);                // c's owner: every idle block back to the pool
+  void give_back_locked(ThreadCache &c, Block *b);  // a block lent to c returns
+  void remote_free_locked(Block *b);                // another thread frees b
+  void flush_mine_locked();          // before stats, defragment, trim; asks other threads too
+  size_t thread_idle_bytes() const;  // of every cache (relaxed reads)
+  size_t thread_peak_live() const;   // peak_live_ and what the caches' fast paths saw
+  void note_live();                  // peak_live_ after live_ grew
+  // live_ changes under the mutex; thread caches read it without (for their peaks).
+  void add_live(size_t bytes) {
+    std::atomic_ref<size_t>(live_).store(live_ + bytes, std::memory_order_relaxed);
+  }
+  void sub_live(size_t bytes) {
+    std::atomic_ref<size_t>(live_).store(live_ - bytes, std::memory_order_relaxed);
+  }
   Block *find_or_make_room(size_t size, Lifetime lifetime, std::string *why);
   Block *other_frontier(Lifetime lifetime) const;
   Block *best_fit_avoiding(size_t size, Lifetime lifetime);
@@ -150,7 +184,10 @@ class Pool {
   uintptr_t reserve_base_ = 0;  // the reservation as mapped (before aligning the region)
   size_t reserve_span_ = 0;
 
+  const uint64_t serial_;  // names this pool to thread caches; never reused
+  size_t cache_max_ = 0;   // largest block size a thread cache keeps (0: none)
   mutable std::mutex mutex_;
+  std::vector<ThreadCache *> caches_;  // of live threads; their threads own them
   std::vector<std::unique_ptr<Region>> regions_;
   BlockStore store_;
   FreeBins bins_;

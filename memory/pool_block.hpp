@@ -19,9 +19,11 @@ enum class BlockState : uint8_t {
   Movable,      // allocated; addressed by a handle; compaction may move it
   Uncommitted,  // the reserved but uncommitted middle of a reserving region
   Cached,       // freed, waiting unmerged in the QuickCache for a request of its size
+  Lent,         // allocated to a thread's cache (ThreadCache), which hands it out itself
 };
 
 struct Region;
+class ThreadCache;
 
 struct Block {
   uintptr_t addr = 0;
@@ -32,12 +34,16 @@ struct Block {
   BlockState state = BlockState::Free;
   Lifetime lifetime = Lifetime::Long;
   uint32_t bin = 0;
-  uint32_t slot = 0;     // Movable: index of its handle slot
-  uint32_t locks = 0;    // Movable: zrt_pool_lock count; locked buffers do not move
-  size_t requested = 0;  // bytes asked for (<= size)
+  uint32_t slot = 0;             // Movable: index of its handle slot
+  uint32_t locks = 0;            // Movable: zrt_pool_lock count; locked buffers do not move
+  size_t requested = 0;          // bytes asked for (<= size)
+  ThreadCache *owner = nullptr;  // Lent: the cache it is lent to
+  uint8_t lent = 0;              // Lent: ThreadCache::kLive, kIdle or kRemoteFreed
 
   uintptr_t end() const { return addr + size; }
-  bool used() const { return state == BlockState::Raw || state == BlockState::Movable; }
+  bool used() const {
+    return state == BlockState::Raw || state == BlockState::Movable || state == BlockState::Lent;
+  }
 };
 
 // A contiguous address range of a pool: the one reservation of a reserving resource

@@ -34,6 +34,7 @@ struct Move {
 
 size_t Pool::defragment() {
   std::lock_guard lock(mutex_);
+  flush_mine_locked();
   return compact_locked();
 }
 

@@ -245,6 +245,9 @@ std::vector<ConfigKey> library_keys() {
                   "larger)"),
       config_size("memory.alignment", "256", 64, int64_t{1} << 20,
                   "alignment of every pool allocation, a power of two; sizes round up to it"),
+      config_size("memory.thread_cache_bytes", "32M", 0, kMaxBytes,
+                  "idle bytes each thread keeps per pool for its own allocations, which then "
+                  "take no lock; blocks up to half of it are cached; 0: no thread caches"),
       config_choice("memory.compact", "auto", {"auto", "eager", "off"},
                     "when an allocation compacts its pool: auto when the pool cannot grow but its "
                     "free memory would suffice in one piece, eager also before growing, off only "

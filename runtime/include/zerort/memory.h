@@ -121,16 +121,17 @@ typedef struct zrt_pool_params {
 /** @brief Which fields of zrt_pool_stats_t to fill. */
 enum zrt_pool_stats_field {
   ZRT_POOL_STATS_FIELD_SPACE = 1u << 0,
-  ZRT_POOL_STATS_FIELD_LIMIT = 1u << 1,      /**< limit_bytes */
-  ZRT_POOL_STATS_FIELD_RESERVED = 1u << 2,   /**< reserved_bytes, peak_reserved_bytes */
-  ZRT_POOL_STATS_FIELD_LIVE = 1u << 3,       /**< live_bytes, peak_live_bytes, allocations,
-                                                  movable_allocations */
-  ZRT_POOL_STATS_FIELD_FREE = 1u << 4,       /**< free_bytes, largest_free_bytes,
-                                                  fragmentation */
-  ZRT_POOL_STATS_FIELD_COMPACTION = 1u << 5, /**< compactions, moved_bytes, generation */
-  ZRT_POOL_STATS_FIELD_FAILURES = 1u << 6,   /**< out_of_memory_count */
-  ZRT_POOL_STATS_FIELD_PLACEMENT = 1u << 7,  /**< page_locked, numa_node, segments */
-  ZRT_POOL_STATS_FIELD_ALL = (1u << 8) - 1   /**< every field of this header's version */
+  ZRT_POOL_STATS_FIELD_LIMIT = 1u << 1,        /**< limit_bytes */
+  ZRT_POOL_STATS_FIELD_RESERVED = 1u << 2,     /**< reserved_bytes, peak_reserved_bytes */
+  ZRT_POOL_STATS_FIELD_LIVE = 1u << 3,         /**< live_bytes, peak_live_bytes, allocations,
+                                                    movable_allocations */
+  ZRT_POOL_STATS_FIELD_FREE = 1u << 4,         /**< free_bytes, largest_free_bytes,
+                                                    fragmentation */
+  ZRT_POOL_STATS_FIELD_COMPACTION = 1u << 5,   /**< compactions, moved_bytes, generation */
+  ZRT_POOL_STATS_FIELD_FAILURES = 1u << 6,     /**< out_of_memory_count */
+  ZRT_POOL_STATS_FIELD_PLACEMENT = 1u << 7,    /**< page_locked, numa_node, segments */
+  ZRT_POOL_STATS_FIELD_THREAD_CACHE = 1u << 8, /**< thread_cached_bytes */
+  ZRT_POOL_STATS_FIELD_ALL = (1u << 9) - 1     /**< every field of this header's version */
 };
 
 /** @brief A pool's counters; zrt_pool_stats fills the fields named in field_mask. */
@@ -156,6 +157,9 @@ typedef struct zrt_pool_stats {
   int page_locked;              /**< 1 if the memory is page-locked (pinned host, device) */
   int numa_node;                /**< the NUMA node the memory is bound to, -1 if none */
   size_t segments;              /**< segments committed now */
+  size_t thread_cached_bytes;   /**< freed by other threads' allocations, waiting idle in
+                                     their thread caches (memory.thread_cache_bytes): neither
+                                     live nor free; reserved = live + free + this */
 } zrt_pool_stats_t;
 
 /**

@@ -1,0 +1,189 @@
+// The pool's side of its thread caches (thread_cache.hpp): lending blocks, taking them
+// back, frees from other threads, flushes and thread exit.
+#include <array>
+
+#include "memory/poison.hpp"
+#include "memory/pool.hpp"
+#include "runtime/error.hpp"
+
+namespace zrt {
+
+namespace {
+
+size_t relaxed(const std::atomic<size_t> &v) {
+  return v.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+ThreadCache *Pool::make_my_cache() {
+  auto c = std::make_unique<ThreadCache>(this, serial_);
+  std::lock_guard registry(thread_cache_registry());
+  std::lock_guard lock(mutex_);
+  caches_.reserve(caches_.size() + 1);
+  adopt_thread_cache(c.get());  // cannot fail after this
+  caches_.push_back(c.get());
+  return c.release();
+}
+
+void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
+  if (c.attention.load(std::memory_order_acquire)) service(c);
+  size_t size = (bytes + options_.alignment - 1) >> align_shift_ << align_shift_;
+  if (Block *b = c.idle.take(size, lifetime)) {
+    c.sub_idle(size, 1);
+    ThreadCache::set_mark(b, ThreadCache::kLive);
+    unpoison(host_accessible_, b->addr, bytes);
+    // The pool counts this thread's idle blocks as live; without them, this is the live
+    // figure (exact when one thread uses the pool, an upper bound when several do).
+    size_t live = std::atomic_ref<size_t>(live_).load(std::memory_order_relaxed) -
+                  relaxed(c.idle_bytes);
+    if (live > relaxed(c.peak_live)) c.peak_live.store(live, std::memory_order_relaxed);
+    return reinterpret_cast<void *>(b->addr);
+  }
+  std::lock_guard lock(mutex_);
+  c.lent.prepare_insert();  // the one step that can fail, before anything changes
+  Block *b = allocate_block(bytes, lifetime, BlockState::Lent);
+  b->owner = &c;
+  ThreadCache::set_mark(b, ThreadCache::kLive);
+  c.lent.insert(b->addr, b);
+  return reinterpret_cast<void *>(b->addr);
+}
+
+bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
+  if (c.attention.load(std::memory_order_acquire)) service(c);
+  Block *b = c.lent.find(p);
+  if (b == nullptr) return false;
+  if (ThreadCache::mark(b) != ThreadCache::kLive)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "ptr {} is not allocated: it lies in free memory of pool '{}' (freed twice?)",
+         reinterpret_cast<const void *>(p), options_.name);
+  if (b->size > cache_max_) {
+    std::lock_guard lock(mutex_);
+    give_back_locked(c, b);
+    return true;
+  }
+  // Over budget: the idle blocks are a working set the program has moved away from; they
+  // all go back, so the cache follows the sizes in use now.
+  bool over = relaxed(c.idle_bytes) + b->size > options_.thread_cache_bytes;
+  std::array<Block *, QuickCache::kDepth> evicted;
+  size_t n = 0, evicted_bytes = 0;
+  bool kept = !over && c.idle.put(b, [&](Block *old) {
+    evicted[n++] = old;
+    evicted_bytes += old->size;
+  });
+  if (kept) {
+    ThreadCache::set_mark(b, ThreadCache::kIdle);
+    poison(host_accessible_, b->addr, b->size);
+    c.add_idle(b->size, 1);
+  }
+  if (kept && n == 0) return true;
+  c.sub_idle(evicted_bytes, static_cast<long>(n));
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < n; ++i)
+    give_back_locked(c, evicted[i]);
+  if (over) {
+    flush_locked(c);
+    if (c.idle.put(b, [](Block *) {})) {  // the cache is empty: this always fits
+      ThreadCache::set_mark(b, ThreadCache::kIdle);
+      poison(host_accessible_, b->addr, b->size);
+      c.add_idle(b->size, 1);
+      return true;
+    }
+  }
+  if (!kept) give_back_locked(c, b);
+  return true;
+}
+
+void Pool::give_back_locked(ThreadCache &c, Block *b) {
+  c.lent.erase(b->addr);
+  b->owner = nullptr;
+  ThreadCache::set_mark(b, 0);
+  b->state = BlockState::Raw;
+  free_block(b);
+}
+
+void Pool::remote_free_locked(Block *b) {
+  if (ThreadCache::mark(b) != ThreadCache::kLive)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "ptr {} is not allocated: it lies in free memory of pool '{}' (freed twice?)",
+         reinterpret_cast<const void *>(b->addr), options_.name);
+  ThreadCache &c = *b->owner;
+  c.remote.push_back(b);  // may fail: before the block changes
+  ThreadCache::set_mark(b, ThreadCache::kRemoteFreed);
+  c.attention.store(true, std::memory_order_release);
+}
+
+void Pool::service(ThreadCache &c) {
+  std::lock_guard lock(mutex_);
+  service_locked(c);
+}
+
+void Pool::service_locked(ThreadCache &c) {
+  for (Block *b : c.remote)
+    give_back_locked(c, b);
+  c.remote.clear();
+  if (c.flush_requested) {
+    flush_locked(c);
+    c.flush_requested = false;
+  }
+  c.attention.store(false, std::memory_order_relaxed);
+}
+
+void Pool::flush_locked(ThreadCache &c) {
+  size_t bytes = 0;
+  long n = 0;
+  c.idle.drain([&](Block *b) {
+    bytes += b->size;
+    ++n;
+    give_back_locked(c, b);
+  });
+  c.sub_idle(bytes, n);
+}
+
+void Pool::flush_mine_locked() {
+  if (ThreadCache *c = my_cache()) {
+    service_locked(*c);
+    flush_locked(*c);
+  }
+  // Other threads' caches cannot be touched from here: they drain at their next call.
+  for (ThreadCache *c : caches_)
+    if (relaxed(c->idle_bytes) > 0 && c != my_cache()) {
+      c->flush_requested = true;
+      c->attention.store(true, std::memory_order_release);
+    }
+}
+
+size_t Pool::thread_idle_bytes() const {
+  size_t bytes = 0;
+  for (const ThreadCache *c : caches_)
+    bytes += relaxed(c->idle_bytes);
+  return bytes;
+}
+
+size_t Pool::thread_peak_live() const {
+  size_t peak = peak_live_;
+  for (const ThreadCache *c : caches_)
+    peak = std::max(peak, relaxed(c->peak_live));
+  return peak;
+}
+
+void Pool::note_live() {
+  peak_live_ = std::max(peak_live_, live_ - thread_idle_bytes());
+}
+
+void Pool::retire(ThreadCache &c) {
+  std::lock_guard lock(mutex_);
+  service_locked(c);
+  flush_locked(c);
+  // What the thread still has allocated stays allocated, free-able by any thread.
+  c.lent.for_each([](Block *b) {
+    b->owner = nullptr;
+    ThreadCache::set_mark(b, 0);
+    b->state = BlockState::Raw;
+  });
+  peak_live_ = std::max(peak_live_, relaxed(c.peak_live));
+  std::erase(caches_, &c);
+  c.pool.store(nullptr, std::memory_order_relaxed);
+}
+
+}  // namespace zrt
