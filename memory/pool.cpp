@@ -160,16 +160,6 @@ Pool::~Pool() {
 
 // --- allocation -------------------------------------------------------------------------
 
-void *Pool::allocate(size_t bytes, Lifetime lifetime) {
-  if (bytes - 1 < cache_max_) {  // bytes in [1, cache_max_]
-    ThreadCache *c = my_cache();
-    if (c == nullptr) c = make_my_cache();
-    return allocate_cached(*c, bytes, lifetime);
-  }
-  std::lock_guard lock(mutex_);
-  return reinterpret_cast<void *>(allocate_block(bytes, lifetime, BlockState::Raw)->addr);
-}
-
 BufferId Pool::allocate_movable(size_t bytes, Lifetime lifetime) {
   std::lock_guard lock(mutex_);
   // The slot first: a failure after the block is carved would have to undo it.
@@ -477,23 +467,6 @@ void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const st
 
 // --- frees and handles ------------------------------------------------------------------
 
-void Pool::free(void *ptr) {
-  if (ptr == nullptr) fail(ZRT_ERR_INVALID_ARGUMENT, "ptr is NULL");
-  auto p = reinterpret_cast<uintptr_t>(ptr);
-  if (cache_max_ != 0)
-    if (ThreadCache *c = my_cache(); c != nullptr && free_cached(*c, p)) return;
-  std::lock_guard lock(mutex_);
-  Block *b = addresses_.find(p);
-  if (b == nullptr || b->state == BlockState::Cached) bad_free(p);
-  if (b->state == BlockState::Lent) return remote_free_locked(b);
-  if (b->state == BlockState::Movable)
-    fail(ZRT_ERR_INVALID_ARGUMENT,
-         "ptr {} is the address of a movable buffer of pool '{}': free it by its handle "
-         "(zrt_pool_free_movable)",
-         ptr, options_.name);
-  free_block(b);
-}
-
 void Pool::free_block(Block *b) {
   sub_live(b->size);
   --count_;
@@ -719,7 +692,7 @@ PoolStats Pool::stats_locked() const {
   // Blocks idle in thread caches are allocated as far as the pool's books go.
   size_t idle_count = 0;
   for (const ThreadCache *c : caches_)
-    idle_count += c->idle_count.load(std::memory_order_relaxed);
+    idle_count += c->idle.count_relaxed();
   s.thread_cached = thread_idle_bytes();
   s.live = live_ - s.thread_cached;
   s.peak_live = thread_peak_live();

@@ -2,6 +2,7 @@
 // back, frees from other threads, flushes and thread exit.
 #include <array>
 
+#include "memory/address_map.hpp"
 #include "memory/poison.hpp"
 #include "memory/pool.hpp"
 #include "runtime/error.hpp"
@@ -26,17 +27,17 @@ ThreadCache *Pool::make_my_cache() {
   return c.release();
 }
 
-void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
+inline void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
   if (c.attention.load(std::memory_order_acquire)) service(c);
   size_t size = (bytes + options_.alignment - 1) >> align_shift_ << align_shift_;
   if (Block *b = c.idle.take(size, lifetime)) {
-    c.sub_idle(size, 1);
+    c.sub_idle(size);
     ThreadCache::set_mark(b, ThreadCache::kLive);
     unpoison(host_accessible_, b->addr, bytes);
     // The pool counts this thread's idle blocks as live; without them, this is the live
     // figure (exact when one thread uses the pool, an upper bound when several do).
-    size_t live = std::atomic_ref<size_t>(live_).load(std::memory_order_relaxed) -
-                  relaxed(c.idle_bytes);
+    size_t live =
+        std::atomic_ref<size_t>(live_).load(std::memory_order_relaxed) - relaxed(c.idle_bytes);
     if (live > relaxed(c.peak_live)) c.peak_live.store(live, std::memory_order_relaxed);
     return reinterpret_cast<void *>(b->addr);
   }
@@ -49,7 +50,7 @@ void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
   return reinterpret_cast<void *>(b->addr);
 }
 
-bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
+inline bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
   if (c.attention.load(std::memory_order_acquire)) service(c);
   Block *b = c.lent.find(p);
   if (b == nullptr) return false;
@@ -74,10 +75,10 @@ bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
   if (kept) {
     ThreadCache::set_mark(b, ThreadCache::kIdle);
     poison(host_accessible_, b->addr, b->size);
-    c.add_idle(b->size, 1);
+    c.add_idle(b->size);
   }
   if (kept && n == 0) return true;
-  c.sub_idle(evicted_bytes, static_cast<long>(n));
+  c.sub_idle(evicted_bytes);
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < n; ++i)
     give_back_locked(c, evicted[i]);
@@ -86,12 +87,40 @@ bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
     if (c.idle.put(b, [](Block *) {})) {  // the cache is empty: this always fits
       ThreadCache::set_mark(b, ThreadCache::kIdle);
       poison(host_accessible_, b->addr, b->size);
-      c.add_idle(b->size, 1);
+      c.add_idle(b->size);
       return true;
     }
   }
   if (!kept) give_back_locked(c, b);
   return true;
+}
+
+// The entry points live here, beside their fast paths, so that those inline.
+void *Pool::allocate(size_t bytes, Lifetime lifetime) {
+  if (bytes - 1 < cache_max_) {  // bytes in [1, cache_max_]
+    ThreadCache *c = my_cache();
+    if (c == nullptr) c = make_my_cache();
+    return allocate_cached(*c, bytes, lifetime);
+  }
+  std::lock_guard lock(mutex_);
+  return reinterpret_cast<void *>(allocate_block(bytes, lifetime, BlockState::Raw)->addr);
+}
+
+void Pool::free(void *ptr) {
+  if (ptr == nullptr) fail(ZRT_ERR_INVALID_ARGUMENT, "ptr is NULL");
+  auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (cache_max_ != 0)
+    if (ThreadCache *c = my_cache(); c != nullptr && free_cached(*c, p)) return;
+  std::lock_guard lock(mutex_);
+  Block *b = addresses_.find(p);
+  if (b == nullptr || b->state == BlockState::Cached) bad_free(p);
+  if (b->state == BlockState::Lent) return remote_free_locked(b);
+  if (b->state == BlockState::Movable)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "ptr {} is the address of a movable buffer of pool '{}': free it by its handle "
+         "(zrt_pool_free_movable)",
+         ptr, options_.name);
+  free_block(b);
 }
 
 void Pool::give_back_locked(ThreadCache &c, Block *b) {
@@ -131,13 +160,11 @@ void Pool::service_locked(ThreadCache &c) {
 
 void Pool::flush_locked(ThreadCache &c) {
   size_t bytes = 0;
-  long n = 0;
   c.idle.drain([&](Block *b) {
     bytes += b->size;
-    ++n;
     give_back_locked(c, b);
   });
-  c.sub_idle(bytes, n);
+  c.sub_idle(bytes);
 }
 
 void Pool::flush_mine_locked() {

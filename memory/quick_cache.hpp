@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,7 +29,7 @@ class QuickCache {
   Block *take(size_t size, Lifetime lifetime) {
     Slot &s = slot(size, lifetime);
     if (s.count == 0 || s.size != size || s.lifetime != lifetime) return nullptr;
-    --count_;
+    set_count(count_ - 1);
     return s.blocks[--s.count];
   }
 
@@ -41,7 +42,7 @@ class QuickCache {
     Slot &s = slot(b->size, b->lifetime);
     if (s.count > 0 && (s.size != b->size || s.lifetime != b->lifetime)) {
       while (s.count > 0) {
-        --count_;
+        set_count(count_ - 1);
         evict(s.blocks[--s.count]);
       }
     }
@@ -49,7 +50,7 @@ class QuickCache {
     s.size = b->size;
     s.lifetime = b->lifetime;
     s.blocks[s.count++] = b;
-    ++count_;
+    set_count(count_ + 1);
     return true;
   }
 
@@ -61,10 +62,14 @@ class QuickCache {
       while (s.count > 0)
         f(s.blocks[--s.count]);
     }
-    count_ = 0;
+    set_count(0);
   }
 
   size_t count() const { return count_; }
+  // For threads other than the one that owns a thread cache's QuickCache (pool stats).
+  size_t count_relaxed() const {
+    return std::atomic_ref<const size_t>(count_).load(std::memory_order_relaxed);
+  }
 
  private:
   struct Slot {
@@ -73,6 +78,9 @@ class QuickCache {
     size_t count = 0;
     std::array<Block *, kDepth> blocks{};
   };
+
+  // The count is stored atomically (a plain store on x86) so count_relaxed() may read it.
+  void set_count(size_t n) { std::atomic_ref<size_t>(count_).store(n, std::memory_order_relaxed); }
 
   Slot &slot(size_t size, Lifetime lifetime) {
     uint64_t h = (static_cast<uint64_t>(size) * 0x9E3779B97F4A7C15ull) ^

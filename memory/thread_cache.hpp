@@ -13,7 +13,7 @@
 // defragment, trim), and when the thread exits.
 //
 // Ownership. Only the owning thread touches `idle` and `lent`. Fields others read
-// (idle_bytes, idle_count, peak_live) are atomics the owner stores with relaxed order: on
+// (idle_bytes, peak_live, the count of `idle`) are atomics the owner stores with relaxed order: on
 // x86 a plain store. A free from another thread finds the block in the pool's map (under
 // the pool's mutex), marks it and queues it on `remote`; the owner returns it to the pool
 // at its next call (`attention`). A block's live/idle mark (Block::lent) is written by
@@ -57,23 +57,17 @@ class ThreadCache {
   }
 
   // Owner-only counters published to readers of stats.
-  void add_idle(size_t bytes, long blocks) {
-    idle_bytes.store(idle_bytes.load(std::memory_order_relaxed) + bytes,
-                     std::memory_order_relaxed);
-    idle_count.store(idle_count.load(std::memory_order_relaxed) + static_cast<size_t>(blocks),
-                     std::memory_order_relaxed);
+  void add_idle(size_t bytes) {
+    idle_bytes.store(idle_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
   }
-  void sub_idle(size_t bytes, long blocks) {
-    idle_bytes.store(idle_bytes.load(std::memory_order_relaxed) - bytes,
-                     std::memory_order_relaxed);
-    idle_count.store(idle_count.load(std::memory_order_relaxed) - static_cast<size_t>(blocks),
-                     std::memory_order_relaxed);
+  void sub_idle(size_t bytes) {
+    idle_bytes.store(idle_bytes.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   }
 
-  QuickCache idle;   // owner only
-  AddressMap lent;   // owner only: every block lent to this cache, live or idle
-  std::atomic<size_t> idle_bytes{0}, idle_count{0};
-  std::atomic<size_t> peak_live{0};  // the pool's live bytes as this thread last raised them
+  QuickCache idle;  // owner only
+  AddressMap lent;  // owner only: every block lent to this cache, live or idle
+  std::atomic<size_t> idle_bytes{0};
+  std::atomic<size_t> peak_live{0};    // the pool's live bytes as this thread last raised them
   std::atomic<bool> attention{false};  // remote frees or a flush request are waiting
   std::vector<Block *> remote;         // guarded by the pool's mutex
   bool flush_requested = false;        // guarded by the pool's mutex
