@@ -67,7 +67,8 @@ struct ShmAllGatherPlan {
 class ShmBackend final : public Backend {
  public:
   // Collective over group.comm. Throws Error(ZRT_ERR_NOT_SUPPORTED) on every rank when
-  // the ranks are not all on one node (as the context sees nodes, faked ones included).
+  // the ranks are not all on one node (as the context sees nodes, faked ones included), or
+  // when comm.shm.single_copy=cma and process_vm_readv does not work between them.
   explicit ShmBackend(const BackendGroup &group);
 
   const char *name() const override { return "shm"; }
