@@ -147,17 +147,44 @@ class CmaAllGatherPhase final : public CmaPhase {
  private:
   const void *posted() const override { return plan_.src; }
 
+  // The own shard, while the peers have not all posted their addresses.
+  void ahead(uint64_t j) override {
+    if (j != 0 || !plan_.copy_own || own_ >= plan_.stream_length) return;
+    own_ = copy_own(own_);
+  }
+
+  // Copies the own stream's chunk at `from` into recv; returns where the next one starts.
+  size_t copy_own(size_t from) {
+    const size_t end = std::min(from + chunk_, plan_.stream_length);
+    const char *src = static_cast<const char *>(plan_.src);
+    char *recv = static_cast<char *>(plan_.recv);
+    for_pieces(
+        plan_.pieces[static_cast<size_t>(p_.rank)], from, end,
+        [&](size_t lo, size_t hi, const ShmPiece &p) {
+          std::memcpy(recv + (p.buffer + lo - p.stream) * esize_, src + lo * esize_,
+                      (hi - lo) * esize_);
+        },
+        [](size_t, size_t) {});
+    return end;
+  }
+
   // Sources in the order me + 1, me + 2, ..., me (each rank starts on a different peer,
-  // which spreads the readers over the sources), one chunk at a time.
+  // which spreads the readers over the sources), one chunk at a time; the own shard last,
+  // as far as ahead() has not copied it already.
   bool transfer() override {
     const int me = p_.rank, n = p_.size;
-    const char *src = static_cast<const char *>(plan_.src);
     char *recv = static_cast<char *>(plan_.recv);
     size_t moved = 0;
     while (k_ <= n && moved < kConsumeBudgetBytes) {
       const int r = (me + k_) % n;
-      if (r == me && !plan_.copy_own) {
+      if (r == me && (!plan_.copy_own || own_ >= plan_.stream_length)) {
         ++k_;
+        continue;
+      }
+      if (r == me) {  // what ahead() has not copied yet
+        const size_t from = own_;
+        own_ = copy_own(from);
+        moved += (own_ - from) * esize_;
         continue;
       }
       const size_t begin = pos_, end = std::min(begin + chunk_, plan_.stream_length);
@@ -166,13 +193,8 @@ class CmaAllGatherPhase final : public CmaPhase {
           plan_.pieces[static_cast<size_t>(r)], begin, end,
           [&](size_t lo, size_t hi, const ShmPiece &p) {
             if (!ok) return;
-            char *to = recv + (p.buffer + lo - p.stream) * esize_;
             const size_t bytes = (hi - lo) * esize_;
-            if (r == me) {
-              std::memcpy(to, src + lo * esize_, bytes);
-            } else {
-              ok = read(r, lo * esize_, to, bytes);
-            }
+            ok = read(r, lo * esize_, recv + (p.buffer + lo - p.stream) * esize_, bytes);
             moved += bytes;
           },
           [](size_t, size_t) {});
@@ -188,6 +210,7 @@ class CmaAllGatherPhase final : public CmaPhase {
 
   ShmAllGatherPlan plan_;
   size_t esize_, chunk_ = 1, pos_ = 0;
+  size_t own_ = 0;  // the own stream is copied up to here
   int k_ = 1;
 };
 

@@ -165,13 +165,17 @@ class ShmOp final : public BackendOp {
           moved = true;
         }
       }
-      if (consumed_ < produced_ && (ch_ == nullptr || ch_->can_consume(base_ + consumed_))) {
+      if (consumed_ < produced_) {
         size_t i = phase_of(consumed_);
-        // A phase that stopped early wants another call: come back on the next step().
-        if (!phases_[i]->consume(consumed_ - begin_[i], base_ + consumed_)) break;
-        if (ch_ != nullptr) ch_->consumed(base_ + consumed_);
-        ++consumed_;
-        moved = true;
+        if (ch_ == nullptr || ch_->can_consume(base_ + consumed_)) {
+          // A phase that stopped early wants another call: come back on the next step().
+          if (!phases_[i]->consume(consumed_ - begin_[i], base_ + consumed_)) break;
+          if (ch_ != nullptr) ch_->consumed(base_ + consumed_);
+          ++consumed_;
+          moved = true;
+        } else {
+          phases_[i]->ahead(consumed_ - begin_[i]);
+        }
       }
       if (!moved) break;
     }

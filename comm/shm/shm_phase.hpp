@@ -39,6 +39,9 @@ class Phase {
   // in pieces, so one step() call never runs for long); it is called again for the same
   // step until it returns true.
   virtual bool consume(uint64_t j, uint64_t s) = 0;
+  // Called instead of consume while the peers have not all produced step j yet: a share of
+  // the step's work that needs nothing from them, so waiting for a late peer is not idle.
+  virtual void ahead(uint64_t j) { (void)j; }
   bool after_previous = false;  // produce only once the previous phase is consumed
   bool lockstep = false;        // produce each step only once the one before is consumed
   // The operation's failure, shared by its phases: once set, phases still run all their
