@@ -214,10 +214,11 @@ std::vector<ConfigKey> library_keys() {
       config_int("comm.shm.slots", 4, 2, 64,
                  "shm: pipeline steps in flight (slots per rank in shared memory)"),
       config_choice("comm.shm.single_copy", "auto", {"auto", "cma", "off"},
-                    "shm: auto: buffers of comm.shm.single_copy_bytes and more are read straight "
-                    "from the peers' memory with process_vm_readv (one copy instead of two "
-                    "through shared memory) where it works, with a warning where it does not; "
-                    "cma: every size, an error where it does not work; off: always through "
+                    "shm: auto: all-gathers (and the all-gather half of all-reduce) of "
+                    "comm.shm.single_copy_bytes and more read straight from the peers' memory "
+                    "with process_vm_readv (one copy instead of two through shared memory) "
+                    "where it works, with a warning where it does not; cma: every size, "
+                    "reduce-scatters too, an error where it does not work; off: always through "
                     "shared memory"),
       config_size("comm.shm.single_copy_bytes", 1 << 20, 0, INT64_MAX,
                   "shm: smallest buffer (all ranks' shards together) that auto copies once"),
