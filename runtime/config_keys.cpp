@@ -213,6 +213,15 @@ std::vector<ConfigKey> library_keys() {
                   "shm: bytes each rank moves per pipeline step"),
       config_int("comm.shm.slots", 4, 2, 64,
                  "shm: pipeline steps in flight (slots per rank in shared memory)"),
+      config_choice("comm.shm.single_copy", "auto", {"auto", "cma", "off"},
+                    "shm: auto: all-gathers (and the all-gather half of all-reduce) of "
+                    "comm.shm.single_copy_bytes and more read straight from the peers' memory "
+                    "with process_vm_readv (one copy instead of two through shared memory) "
+                    "where it works, with a warning where it does not; cma: every size, "
+                    "reduce-scatters too, an error where it does not work; off: always through "
+                    "shared memory"),
+      config_size("comm.shm.single_copy_bytes", 1 << 20, 0, INT64_MAX,
+                  "shm: smallest buffer (all ranks' shards together) that auto copies once"),
       config_size("comm.ucx.chunk_bytes", 1 << 20, 4096, int64_t{1} << 30,
                   "ucx: bytes per message of the pipelined ring"),
       config_int("comm.ucx.window", 8, 1, 1024, "ucx: messages in flight per peer"),

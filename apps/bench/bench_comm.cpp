@@ -25,7 +25,8 @@ struct CommOptions {
   std::string min_bytes = "1K";
   std::string max_bytes = "256M";
   int factor = 4;
-  std::vector<std::string> ops = {"reduce_scatter", "all_gather", "all_reduce"};
+  std::vector<std::string> ops = {"reduce_scatter", "all_gather", "all_gather_in_place",
+                                  "all_reduce"};
   std::vector<std::string> backends = {"mpi", "shm", "ucx", "hier"};
   std::string dtype = "fp32";
   TimingPolicy timing;
@@ -120,10 +121,13 @@ int run_comm(const CommOptions &opt) {
         "move (n-1)/n of the buffer, all-reduce 2(n-1)/n); memcpy: every rank copying the "
         "buffer at once, the limit of a one-copy collective\n",
         n, opt.dtype);
-    std::string head = fmt::format("{:<15} {:>8} | {:>7} {:>7} |", "op", "bytes", "memcpy", "ompi");
+    std::string head = fmt::format("{:<19} {:>8} | {:>7} {:>7} |", "op", "bytes", "memcpy", "ompi");
     for (const Column &c : columns)
       head += fmt::format(" {:>7}", c.name == c.runs ? c.name : c.name + ">" + c.runs);
-    head += fmt::format(" | {:>9} {:>9}", "best/ompi", "/memcpy");
+    head += fmt::format(" | {:>9} {:>9} |", "best/ompi", "/memcpy");
+    // Each backend's share of memcpy too: a backend's own target is a share of it.
+    for (const Column &c : columns)
+      head += fmt::format(" {:>7}", c.name + "/mc");
     fmt::print("{}\n", head);
   }
 
@@ -186,6 +190,22 @@ int run_comm(const CommOptions &opt) {
             MPI_Allgatherv(send.data() + own_offset * es, own_len, mpi_type, recv.data(),
                            counts.data(), displs.data(), mpi_type, MPI_COMM_WORLD);
         };
+      } else if (op == "all_gather_in_place") {
+        // The ZeRO engine's form (each rank's shard already sits in its place in the
+        // output): out of place, a rank copies the whole buffer whatever the algorithm, so
+        // its bus bandwidth cannot pass (n-1)/n of memcpy's; in place it copies (n-1)/n.
+        ours = [&](zrt_comm_h comm) {
+          fail_if(zrt_all_gather(comm, recv.data() + own_offset * es, recv.data(), count, dt),
+                  "zrt_all_gather");
+        };
+        theirs = [&] {
+          if (even)
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.data(), static_cast<int>(shard),
+                          mpi_type, MPI_COMM_WORLD);
+          else
+            MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.data(), counts.data(),
+                           displs.data(), mpi_type, MPI_COMM_WORLD);
+        };
       } else if (op == "all_reduce") {
         bus_factor *= 2;
         ours = [&](zrt_comm_h comm) {
@@ -229,19 +249,21 @@ int run_comm(const CommOptions &opt) {
         row("mpi", "", t_mpi, 0);
         samples[{op, "ompi"}].push_back({static_cast<double>(bytes), t_mpi.median});
       }
-      std::string line = fmt::format("{:<15} {:>8} | {:>7.2f} {:>7.3f} |", op, format_bytes(bytes),
+      std::string line = fmt::format("{:<19} {:>8} | {:>7.2f} {:>7.3f} |", op, format_bytes(bytes),
                                      copy_gbs, has_baseline ? busbw(t_mpi) : 0.0);
       double best = 0;
+      std::string shares;
       for (const Column &c : columns) {
         Timing t = time_collective(MPI_COMM_WORLD, opt.timing, [&] { ours(c.comm); });
         row("zerort", c.name, t, has_baseline ? t_mpi.median / t.median : 0);
         samples[{op, c.name}].push_back({static_cast<double>(bytes), t.median});
         line += fmt::format(" {:>7.3f}", busbw(t));
+        shares += fmt::format(" {:>6.0f}%", 100 * busbw(t) / copy_gbs);
         best = std::max(best, busbw(t));
       }
       if (rank == 0 && !opt.json) {
-        line += fmt::format(" | {:>8.2f}x {:>8.0f}%", has_baseline ? best / busbw(t_mpi) : 0.0,
-                            100 * best / copy_gbs);
+        line += fmt::format(" | {:>8.2f}x {:>8.0f}% |{}", has_baseline ? best / busbw(t_mpi) : 0.0,
+                            100 * best / copy_gbs, shares);
         fmt::print("{}\n", line);
         std::fflush(stdout);
       }
@@ -291,7 +313,8 @@ void add_comm_bench(CLI::App &app) {
   sub->add_option("--max-bytes", opt->max_bytes, "largest buffer (e.g. 256M)")
       ->capture_default_str();
   sub->add_option("--factor", opt->factor, "size step")->capture_default_str();
-  sub->add_option("--ops", opt->ops, "reduce_scatter, all_gather, all_reduce")->delimiter(',');
+  sub->add_option("--ops", opt->ops, "reduce_scatter, all_gather, all_gather_in_place, all_reduce")
+      ->delimiter(',');
   sub->add_option("--backends", opt->backends,
                   "zerort backends, one column each (mpi, shm, ucx, hier, nccl)")
       ->delimiter(',')

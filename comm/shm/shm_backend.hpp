@@ -10,12 +10,21 @@
 // all-reduce: the reduce-scatter into the output, then the all-gather in place.
 // broadcast: the root's all-gather of the whole buffer.
 //
+// Single copy (comm.shm.single_copy): where Linux Cross Memory Attach works between the
+// node's ranks (probed at setup), all-gather phases over large buffers read the peers'
+// buffers directly with process_vm_readv instead (cma_phases.hpp), and the slots carry
+// only addresses and completion: one copy instead of two. Reduce-scatter phases do so only
+// when single copy is forced (cma): there it saves no pass.
+//
 // The data layout of both phases is a list of pieces, so the hierarchical backend can run
 // them on a node's share of a larger communicator's buffers without copying them first.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "comm/backend.hpp"
@@ -59,7 +68,8 @@ struct ShmAllGatherPlan {
 class ShmBackend final : public Backend {
  public:
   // Collective over group.comm. Throws Error(ZRT_ERR_NOT_SUPPORTED) on every rank when
-  // the ranks are not all on one node (as the context sees nodes, faked ones included).
+  // the ranks are not all on one node (as the context sees nodes, faked ones included), or
+  // when comm.shm.single_copy=cma and process_vm_readv does not work between them.
   explicit ShmBackend(const BackendGroup &group);
 
   const char *name() const override { return "shm"; }
@@ -78,8 +88,16 @@ class ShmBackend final : public Backend {
   int size() const { return group_.size; }
 
  private:
+  // Whether a phase over this stream copies once with process_vm_readv (cma_phases.hpp).
+  bool single_copy(size_t stream_length, zrt_dtype_t dtype, bool reduce) const;
+
   BackendGroup group_;
   std::unique_ptr<ShmChannel> channel_;  // none for a single rank
+  std::vector<pid_t> pids_;              // per rank when single copy works, else empty
+  size_t single_copy_bytes_ = 0;         // buffers this large and larger copy once
+  bool single_copy_reduce_ = false;      // reduce-scatter phases too (comm.shm.single_copy=cma)
+  std::string single_copy_why_;          // why single copy does not work, if it does not
+  std::vector<char> scratch_;            // the single-copy reduce-scatter's
 };
 
 }  // namespace zrt
