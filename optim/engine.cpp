@@ -278,7 +278,7 @@ Engine::~Engine() {
     // An error here was already reported to the caller of the failed operation.
   }
   in_flight_.clear();
-  prefetch_.reset();
+  prefetch_.clear();
   comm_.reset();
   if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
 }
@@ -390,11 +390,23 @@ void Engine::commit() {
       m_ = HostBuffer(*host_, state * sizeof(float), kLong);
     if (two_moments) v_ = HostBuffer(*host_, state * sizeof(float), kLong);
     grads_ = HostBuffer(*host_, (settings_.stage <= 1 ? total : shard) * es, kLong);
-    if (settings_.stage >= 2)
-      for (int i = 0; i < 2; ++i) {
-        bucket_buffers_.emplace_back(*host_, layout_.max_bucket() * es, Lifetime::Transient);
-        free_buffers_.push_back(i);
+    // Gradient buffers: two for buckets of whole parameters (backward writes one while the
+    // other is reduced), as large as the two largest such buckets, and one for the largest
+    // parameter cut into several buckets, whose gradient backward writes as one tensor.
+    // Buffers go to the smallest free one that fits (group_buffer), so a small bucket does
+    // not need a buffer of the largest's size.
+    if (settings_.stage >= 2) {
+      std::vector<size_t> sizes;
+      for (const BucketInfo &b : buckets)
+        if (b.group_buckets == 1) sizes.push_back(b.length);
+      std::sort(sizes.begin(), sizes.end(), std::greater<>());
+      sizes.resize(std::min<size_t>(sizes.size(), 2));
+      if (layout_.max_split_group() > 0) sizes.push_back(layout_.max_split_group());
+      for (size_t n : sizes) {
+        bucket_buffers_.emplace_back(*host_, n * es, Lifetime::Transient);
+        free_buffers_.push_back(static_cast<int>(bucket_buffers_.size()) - 1);
       }
+    }
     if (settings_.stage == 1 || (settings_.stage >= 2 && settings_.accumulation_steps > 1))
       for (int i = 0; i < 2; ++i) {
         scratch_.emplace_back(*host_, layout_.max_bucket() / static_cast<size_t>(nranks_) * es,
@@ -445,30 +457,28 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
     fail(ZRT_ERR_INVALID_ARGUMENT, "values of '{}' must be fp32 or the compute dtype {}, not {}",
          p.name, dtype_name(settings_.dtype), dtype_name(dtype));
   const size_t es = esize(), vs = dtype_size(dtype);
-  const BucketInfo &b = layout_.buckets()[static_cast<size_t>(p.bucket)];
   const char *src = static_cast<const char *>(values);
 
   // The part of the parameter this rank stores: all of it for the full buffers, the
-  // intersection with its slice for shards.
+  // intersection with its slice of each of the parameter's buckets for shards.
   auto write = [&](char *dst, zrt_dtype_t dst_dtype, size_t from, size_t n) {
     convert_values(src + from * vs, dtype, dst, dst_dtype, n);
   };
-  size_t lo = layout_.slice_begin(b, rank_), hi = lo + b.slice;
-  size_t from = std::max(p.offset, lo), to = std::min(p.offset + p.numel, hi);
-  size_t owned_n = to > from ? to - from : 0;
-  size_t in_shard = b.shard_offset + (from - lo);
-
   if (settings_.stage <= 2) {
     write(params_.bytes() + p.offset * es, settings_.dtype, 0, p.numel);
-    if (mixed()) {
-      if (settings_.stage == 0)
-        write(master_.bytes() + p.offset * 4, ZRT_DTYPE_FP32, 0, p.numel);
-      else if (owned_n > 0)
-        write(master_.bytes() + in_shard * 4, ZRT_DTYPE_FP32, from - p.offset, owned_n);
-    }
-  } else if (owned_n > 0) {
-    write(params_.bytes() + in_shard * es, settings_.dtype, from - p.offset, owned_n);
-    if (mixed()) write(master_.bytes() + in_shard * 4, ZRT_DTYPE_FP32, from - p.offset, owned_n);
+    if (mixed() && settings_.stage == 0)
+      write(master_.bytes() + p.offset * 4, ZRT_DTYPE_FP32, 0, p.numel);
+  }
+  if (settings_.stage == 0 || (settings_.stage <= 2 && !mixed())) return;
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
+    const BucketInfo &b = layout_.bucket(k);
+    size_t lo = layout_.slice_begin(b, rank_), hi = lo + b.slice;
+    size_t from = std::max(p.offset, lo), to = std::min(p.offset + p.numel, hi);
+    if (to <= from) continue;
+    size_t in_shard = b.shard_offset + (from - lo);
+    if (settings_.stage == 3)
+      write(params_.bytes() + in_shard * es, settings_.dtype, from - p.offset, to - from);
+    if (mixed()) write(master_.bytes() + in_shard * 4, ZRT_DTYPE_FP32, from - p.offset, to - from);
   }
 }
 
@@ -479,26 +489,30 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
     dtype_size(dtype);
   });
   const ParamInfo &p = param(index);
-  const BucketInfo &b = layout_.buckets()[static_cast<size_t>(p.bucket)];
   if (settings_.stage == 0) {
     const char *src = mixed() ? master_.bytes() + p.offset * 4 : params_.bytes() + p.offset * 4;
     convert_values(src, ZRT_DTYPE_FP32, values, dtype, p.numel);
     return;
   }
-  // Gather the fp32 master slices of the parameter's bucket.
-  std::vector<float> whole(b.length);
-  const char *mine = mixed()                ? master_.bytes() + b.shard_offset * 4
-                     : settings_.stage == 3 ? params_.bytes() + b.shard_offset * 4
-                                            : params_.bytes() + layout_.slice_begin(b, rank_) * 4;
-  CollArgs a;
-  a.kind = CollKind::AllGather;
-  a.send = mine;
-  a.recv = whole.data();
-  a.count = b.length;
-  a.dtype = ZRT_DTYPE_FP32;
-  RequestPtr r = post(a);
-  r->wait();
-  convert_values(whole.data() + (p.offset - b.offset), ZRT_DTYPE_FP32, values, dtype, p.numel);
+  // Gather the fp32 master slices of the parameter's buckets (its group, contiguous).
+  const BucketInfo &g = layout_.bucket(p.bucket);
+  std::vector<float> whole(g.group_length);
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
+    const BucketInfo &b = layout_.bucket(k);
+    const char *mine = mixed()                ? master_.bytes() + b.shard_offset * 4
+                       : settings_.stage == 3 ? params_.bytes() + b.shard_offset * 4
+                                              : params_.bytes() + layout_.slice_begin(b, rank_) * 4;
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.send = mine;
+    a.recv = whole.data() + (b.offset - g.group_offset);
+    a.count = b.length;
+    a.dtype = ZRT_DTYPE_FP32;
+    RequestPtr r = post(a);
+    r->wait();
+  }
+  convert_values(whole.data() + (p.offset - g.group_offset), ZRT_DTYPE_FP32, values, dtype,
+                 p.numel);
 }
 
 void *Engine::param_data(int index) {
@@ -509,8 +523,8 @@ void *Engine::param_data(int index) {
     fail(ZRT_ERR_INVALID_STATE,
          "parameter '{}' is not gathered: at stage 3 call zrt_param_gather before using it",
          p.name);
-  const BucketInfo &b = layout_.buckets()[static_cast<size_t>(p.bucket)];
-  return gathered_[static_cast<size_t>(p.bucket)].bytes() + (p.offset - b.offset) * esize();
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  return gathered_[static_cast<size_t>(b.group)].bytes() + (p.offset - b.group_offset) * esize();
 }
 
 // --- gradients ---------------------------------------------------------------------------
@@ -524,28 +538,40 @@ void *Engine::grad_data(int index) {
          "before zrt_grad_ready",
          p.name);
   if (settings_.stage <= 1) return grads_.bytes() + p.offset * esize();
-  const BucketInfo &b = layout_.buckets()[static_cast<size_t>(p.bucket)];
-  return bucket_buffer(p.bucket) + (p.offset - b.offset) * esize();
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  return group_buffer(p.bucket) + (p.offset - b.group_offset) * esize();
 }
 
-char *Engine::bucket_buffer(int bucket) {
-  int &slot = bucket_buffer_of_[static_cast<size_t>(bucket)];
+char *Engine::group_buffer(int bucket) {
+  const BucketInfo &b = layout_.bucket(bucket);
+  int &slot = bucket_buffer_of_[static_cast<size_t>(b.group)];
   if (slot < 0) {
-    while (free_buffers_.empty()) {
+    const size_t bytes = b.group_length * esize();
+    // The smallest free buffer that holds the group, so that a split parameter's large
+    // buffer is left for it.
+    auto fit = free_buffers_.end();
+    while (true) {
+      fit = free_buffers_.end();
+      for (auto it = free_buffers_.begin(); it != free_buffers_.end(); ++it)
+        if (bucket_buffers_[static_cast<size_t>(*it)].size() >= bytes &&
+            (fit == free_buffers_.end() || bucket_buffers_[static_cast<size_t>(*it)].size() <
+                                               bucket_buffers_[static_cast<size_t>(*fit)].size()))
+          fit = it;
+      if (fit != free_buffers_.end()) break;
       if (!in_flight_.empty()) {
         complete_oldest();
       } else {
         // Backward is writing more buckets than there are buffers before any is complete
         // (gradients out of bucket order): grow rather than stall.
-        bucket_buffers_.emplace_back(*host_, layout_.max_bucket() * esize(), Lifetime::Transient);
+        bucket_buffers_.emplace_back(*host_, std::max(bytes, layout_.max_single_group() * esize()),
+                                     Lifetime::Transient);
         free_buffers_.push_back(static_cast<int>(bucket_buffers_.size()) - 1);
         log::debug("engine: gradient bucket buffer #{} added", bucket_buffers_.size());
       }
     }
-    slot = free_buffers_.back();
-    free_buffers_.pop_back();
-    const BucketInfo &b = layout_.buckets()[static_cast<size_t>(bucket)];
-    std::memset(bucket_buffers_[static_cast<size_t>(slot)].bytes(), 0, b.length * esize());
+    slot = *fit;
+    free_buffers_.erase(fit);
+    std::memset(bucket_buffers_[static_cast<size_t>(slot)].bytes(), 0, bytes);
   }
   return bucket_buffers_[static_cast<size_t>(slot)].bytes();
 }
@@ -573,7 +599,8 @@ void Engine::grad_ready(int index) {
     fail(ZRT_ERR_INVALID_STATE, "zrt_grad_ready was called twice for '{}' in one micro-step",
          p.name);
   ready = 1;
-  ++bucket_ready_[static_cast<size_t>(p.bucket)];
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
+    ++bucket_ready_[static_cast<size_t>(k)];
   // Stages 0 and 1 accumulate in the full buffer and reduce once, on the last micro-step.
   if (settings_.stage <= 1 && !last_micro_step()) return;
   try_post();
@@ -606,7 +633,7 @@ void Engine::post_bucket(int bucket) {
     a.recv = scratch_[static_cast<size_t>(pending.scratch)].bytes();
   } else {
     a.kind = CollKind::ReduceScatter;
-    a.send = bucket_buffer(bucket);
+    a.send = group_buffer(bucket) + (b.offset - b.group_offset) * es;
     if (micro_ == 0) {
       a.recv = grads_.bytes() + b.shard_offset * es;  // the first micro-step writes directly
     } else {
@@ -633,9 +660,12 @@ void Engine::complete_oldest() {
     if (p.scratch >= 0)
       accumulate(grads_.bytes() + b.shard_offset * es,
                  scratch_[static_cast<size_t>(p.scratch)].bytes(), b.slice, settings_.dtype);
-    int &slot = bucket_buffer_of_[static_cast<size_t>(p.bucket)];
-    free_buffers_.push_back(slot);
-    slot = -1;
+    // Buckets complete in order: the group's last one frees its buffer.
+    if (b.index == b.group + b.group_buckets - 1) {
+      int &slot = bucket_buffer_of_[static_cast<size_t>(b.group)];
+      free_buffers_.push_back(slot);
+      slot = -1;
+    }
   }
   if (p.scratch >= 0) free_scratch_.push_back(p.scratch);
 }
@@ -675,7 +705,9 @@ void Engine::validate_ready() {
         for (int i = 0; i < param_count(); ++i)
           if (!ready_[static_cast<size_t>(i)]) {
             ready_[static_cast<size_t>(i)] = 1;
-            ++bucket_ready_[static_cast<size_t>(params_info_[static_cast<size_t>(i)].bucket)];
+            const ParamInfo &p = params_info_[static_cast<size_t>(i)];
+            for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
+              ++bucket_ready_[static_cast<size_t>(k)];
           }
         try_post();
         drain();
@@ -1001,46 +1033,53 @@ zrt_step_report_t Engine::step() {
 
 // --- stage 3 -----------------------------------------------------------------------------
 
-void Engine::fetch(int bucket, bool wait_now) {
-  const BucketInfo &b = layout_.buckets()[static_cast<size_t>(bucket)];
-  const size_t es = esize();
-  HostBuffer &buf = gathered_[static_cast<size_t>(bucket)];
-  // Reuse a spare buffer when one is large enough: the all-gather overwrites all of it.
+void Engine::fetch(int group, bool wait_now) {
+  const BucketInfo &g = layout_.bucket(group);
+  const size_t es = esize(), bytes = g.group_length * es;
+  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
+  // Reuse a spare buffer when one is large enough: the all-gathers overwrite all of it.
   for (auto it = spare_gather_.begin(); it != spare_gather_.end(); ++it)
-    if (it->size() >= b.length * es) {
+    if (it->size() >= bytes) {
       buf = std::move(*it);
       spare_gather_.erase(it);
       break;
     }
-  if (buf.empty()) buf = HostBuffer(*host_, layout_.max_bucket() * es, Lifetime::Transient, false);
-  resident_elements_ += b.length;
-  gathered_used_[static_cast<size_t>(bucket)] = ++use_clock_;
-  CollArgs a;
-  a.kind = CollKind::AllGather;
-  a.send = params_.bytes() + b.shard_offset * es;
-  a.recv = buf.bytes();
-  a.count = b.length;
-  a.dtype = settings_.dtype;
-  RequestPtr r = post(a);
-  if (wait_now) {
-    r->wait();
-  } else {
-    prefetch_ = std::move(r);
-    prefetch_bucket_ = bucket;
+  if (buf.empty())
+    buf = HostBuffer(*host_, std::max(bytes, layout_.max_single_group() * es), Lifetime::Transient,
+                     false);
+  resident_elements_ += g.group_length;
+  gathered_used_[static_cast<size_t>(group)] = ++use_clock_;
+  // One all-gather per bucket of the group, each into its place in the group's buffer.
+  for (int k = group; k < group + g.group_buckets; ++k) {
+    const BucketInfo &b = layout_.bucket(k);
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.send = params_.bytes() + b.shard_offset * es;
+    a.recv = buf.bytes() + (b.offset - g.group_offset) * es;
+    a.count = b.length;
+    a.dtype = settings_.dtype;
+    RequestPtr r = post(a);
+    if (wait_now)
+      r->wait();
+    else
+      prefetch_.push_back(std::move(r));
   }
+  if (!wait_now) prefetch_bucket_ = group;
 }
 
 void Engine::finish_prefetch() {
-  if (!prefetch_) return;
-  RequestPtr r = std::move(prefetch_);
+  if (prefetch_.empty()) return;
+  std::vector<RequestPtr> requests = std::move(prefetch_);
+  prefetch_.clear();
   prefetch_bucket_ = -1;
-  r->wait();
+  for (RequestPtr &r : requests)
+    r->wait();
 }
 
-void Engine::free_gathered(int bucket) {
-  HostBuffer &buf = gathered_[static_cast<size_t>(bucket)];
+void Engine::free_gathered(int group) {
+  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
   if (buf.empty()) return;
-  resident_elements_ -= layout_.buckets()[static_cast<size_t>(bucket)].length;
+  resident_elements_ -= layout_.bucket(group).group_length;
   if (spare_gather_.size() < 2)
     spare_gather_.push_back(std::move(buf));
   else
@@ -1073,7 +1112,7 @@ void Engine::gather(int index) {
   require_committed("zrt_param_gather");
   if (settings_.stage != 3) return;
   const ParamInfo &p = param(index);
-  const int b = p.bucket;
+  const int b = layout_.bucket(p.bucket).group;
   if (prefetch_bucket_ == b) finish_prefetch();
   if (gathered_[static_cast<size_t>(b)].empty()) fetch(b, true);
   gathered_used_[static_cast<size_t>(b)] = ++use_clock_;
@@ -1082,14 +1121,15 @@ void Engine::gather(int index) {
     flag = 1;
     ++gathered_refs_[static_cast<size_t>(b)];
   }
-  // Prefetch the next bucket in the direction the gathers are moving (forward walks from
+  // Prefetch the next group in the direction the gathers are moving (forward walks from
   // the highest bucket down, backward up). Every rank decides the same way.
   int direction = last_gathered_bucket_ < 0 || b < last_gathered_bucket_ ? -1 : 1;
   if (b == last_gathered_bucket_) direction = 0;
   if (direction != 0) last_gathered_bucket_ = b;
-  int next = b + direction;
-  if (direction != 0 && !prefetch_ && next >= 0 && next < static_cast<int>(gathered_.size()) &&
-      gathered_[static_cast<size_t>(next)].empty())
+  int next = direction < 0 ? b - 1 : b + layout_.bucket(b).group_buckets;
+  if (next >= 0 && next < static_cast<int>(gathered_.size())) next = layout_.bucket(next).group;
+  if (direction != 0 && prefetch_.empty() && next >= 0 &&
+      next < static_cast<int>(gathered_.size()) && gathered_[static_cast<size_t>(next)].empty())
     fetch(next, false);
   evict_gathered();
 }
@@ -1102,7 +1142,7 @@ void Engine::release(int index) {
   if (!flag)
     fail(ZRT_ERR_INVALID_STATE, "parameter '{}' is not gathered: nothing to release", p.name);
   flag = 0;
-  --gathered_refs_[static_cast<size_t>(p.bucket)];
+  --gathered_refs_[static_cast<size_t>(layout_.bucket(p.bucket).group)];
   evict_gathered();
 }
 
@@ -1118,7 +1158,7 @@ std::vector<Engine::StatePiece> Engine::state_pieces() const {
 
 void Engine::require_between_steps(const char *what) const {
   require_committed(what);
-  bool busy = micro_ != 0 || !in_flight_.empty() || prefetch_ ||
+  bool busy = micro_ != 0 || !in_flight_.empty() || !prefetch_.empty() ||
               std::any_of(ready_.begin(), ready_.end(), [](char r) { return r != 0; });
   if (busy)
     fail(ZRT_ERR_INVALID_STATE,

@@ -7,9 +7,10 @@
 //   m_, v_    optimizer state; stage 0 full, 1-3 shard
 //   grads_    stages 0-1 the full gradient buffer; stages 2-3 this rank's shard of the
 //             reduced gradient
-//   buckets   stages 2-3: bucket buffers that backward writes into (two, or more while
-//             backward runs ahead of the reductions); stage 1: slice buffers the
-//             reduce-scatter lands in; stage 3: gathered parameter buckets
+//   buckets   stages 2-3: bucket buffers that backward writes into (two, plus one for a
+//             parameter cut into several buckets, or more while backward runs ahead of the
+//             reductions), one per group of buckets (layout.hpp); stage 1: slice buffers
+//             the reduce-scatter lands in; stage 3: gathered parameter groups
 //
 // The optimizer runs over "owned ranges": (bucket, slice owner) pairs, every pair at stage 0
 // and this rank's slices otherwise. Norms and LAMB trust ratios are summed per owned range
@@ -145,7 +146,9 @@ class Engine {
   int acquire_scratch();
 
   // Gradient buckets.
-  char *bucket_buffer(int bucket);  // stages 2-3: acquire (and zero) the bucket's buffer
+  // Stages 2-3: acquire (and zero) the buffer of the bucket's group (layout.hpp) and return
+  // its start.
+  char *group_buffer(int bucket);
   void try_post();
   void post_bucket(int bucket);
   void complete_oldest();
@@ -175,10 +178,10 @@ class Engine {
   std::vector<double> gather_partials(const std::vector<double> &mine, size_t per_rank);
 
   // Stage 3.
-  void fetch(int bucket, bool wait_now);
+  void fetch(int group, bool wait_now);
   void finish_prefetch();
   void drop_gathered();
-  void free_gathered(int bucket);
+  void free_gathered(int group);
   void evict_gathered();
 
   Context &context_;
@@ -201,7 +204,7 @@ class Engine {
   HostBuffer params_, master_, m_, v_, grads_;
   std::vector<HostBuffer> bucket_buffers_;
   std::vector<int> free_buffers_;
-  std::vector<int> bucket_buffer_of_;  // bucket -> buffer index, -1 if none
+  std::vector<int> bucket_buffer_of_;  // group -> buffer index, -1 if none
   std::vector<HostBuffer> scratch_;    // slice-sized landing buffers
   std::vector<int> free_scratch_;
 
@@ -217,14 +220,14 @@ class Engine {
   // parameters") until the resident elements exceed max_live_elements; then the least
   // recently used released buckets go. The sequence of gathers and releases is the same on
   // every rank, so every rank evicts, and later re-gathers, the same buckets.
-  std::vector<HostBuffer> gathered_;     // per bucket, empty when not resident
+  std::vector<HostBuffer> gathered_;     // per group (at its first bucket), empty when not resident
   std::vector<int> gathered_refs_;       // gathered parameters per bucket
   std::vector<uint64_t> gathered_used_;  // last use, for LRU eviction
   uint64_t use_clock_ = 0;
   size_t resident_elements_ = 0;
   std::vector<HostBuffer> spare_gather_;  // freed buffers kept for reuse
   std::vector<char> param_gathered_;
-  RequestPtr prefetch_;  // all-gather in flight
+  std::vector<RequestPtr> prefetch_;  // all-gathers in flight (one group's buckets)
   int prefetch_bucket_ = -1;
   int last_gathered_bucket_ = -1;
 };

@@ -6,8 +6,8 @@
 // Checkpoints are zerort's (zerort/checkpoint.h): --save writes one at the end, every
 // --save-every steps and on SIGUSR1/SIGTERM (Slurm's warning before a time limit or a
 // preemption), after which the program exits with status 75 (EX_TEMPFAIL: "requeue me");
-// --resume continues from one. --offload-activations needs zerort's activation offload
-// (zerort/memory.h), which this build does not have yet: it says so and stops.
+// --resume continues from one. --offload-activations keeps all blocks' activations but the
+// last two's in pinned host memory through zerort's activation offload (zerort/memory.h).
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -37,7 +37,6 @@ struct Cli {
   int zero_stage = 2;
   std::string dtype = "fp32";
   bool deterministic = false;
-  bool offload_activations = false;
   std::optional<double> bucket_mb;
   std::string data = "apps/data/cache/moby-dick";
   std::string data_format = "auto";
@@ -110,8 +109,10 @@ void add_options(CLI::App &app, Cli &c) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--recompute", t.recompute, "recompute activations in backward (less memory)");
-  app.add_flag("--offload-activations", c.offload_activations,
-               "keep block outputs in host memory through zerort (needs zerort/memory.h)");
+  app.add_flag("--offload-activations", t.offload_activations,
+               "keep the blocks' activations in host memory from forward to backward through "
+               "zerort's activation offload (two blocks' worth stay resident; not with "
+               "--recompute)");
   app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
   app.add_option("--data", c.data, "folder with train.bin and val.bin (apps/data/prepare)")
       ->capture_default_str();
@@ -154,16 +155,6 @@ void add_options(CLI::App &app, Cli &c) {
       ->capture_default_str();
   app.add_option("--resume", c.resume,
                  "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
-}
-
-// What stops the run before it starts: options that need parts of zerort that are not
-// implemented yet. Checked first, so nothing is read or written.
-void check_supported(const Cli &c) {
-  if (c.offload_activations)
-    throw std::runtime_error(
-        "--offload-activations needs zerort's activation offload (zerort/memory.h: "
-        "zrt_offload_push/prefetch/fetch), which this build does not implement yet; "
-        "--recompute saves activation memory instead");
 }
 
 gpt2::EngineOptions engine_options(const Cli &c) {
@@ -244,7 +235,7 @@ int main(int argc, char **argv) {
       MPI_Finalize();
       return 1;
     }
-    gpt2::World world{rank, size, nullptr};
+    gpt2::World world{rank, size, nullptr, ctx};
     zrt_context_comm(ctx, &world.comm);
 
     // Set up everything that can fail on bad input, agreeing across ranks after each part,
@@ -270,7 +261,6 @@ int main(int argc, char **argv) {
     };
     const bool ready =
         agreed([&] {
-          check_supported(cli);
           cli.train.config = model_config(cli);
           cli.train.data_dir = cli.data;
           cli.train.save_path = cli.save;

@@ -212,12 +212,30 @@ void convert(const float *in, void *out, zrt_dtype_t dtype, size_t count) {
   }
 }
 
+// Every kernel leaves the upper halves of the vector registers clean (vzeroupper) when it
+// returns. While they are dirty, code compiled for SSE, which is most of the caller's
+// program (its own loops, libm, OpenBLAS's SSE kernels), runs several times slower (the
+// SSE/AVX transition penalty); GCC's automatic vzeroupper misses some of these kernels'
+// exits (seen: zrt-gpt2's forward twice as slow after the first zrt_engine_step).
+template <class S>
+struct CleanUpper {
+  CleanUpper() = default;
+  CleanUpper(const CleanUpper &) = delete;
+  CleanUpper &operator=(const CleanUpper &) = delete;
+  ~CleanUpper() {
+#if defined(__AVX__)
+    if constexpr (S::W > 4) _mm256_zeroupper();
+#endif
+  }
+};
+
 // Dispatch on the gradient dtype once per call.
 template <class S>
 KernelTable make_table(const char *isa) {
   KernelTable t{};
   t.isa = isa;
   t.adam = [](const AdamStep &s, const OptimRange &r) {
+    CleanUpper<S> clean;
     if (r.grad_dtype == ZRT_DTYPE_BF16)
       adam<S, Bf16>(s, r);
     else if (r.grad_dtype == ZRT_DTYPE_FP16)
@@ -226,6 +244,7 @@ KernelTable make_table(const char *isa) {
       adam<S, F32>(s, r);
   };
   t.sgd = [](const SgdStep &s, const OptimRange &r) {
+    CleanUpper<S> clean;
     if (r.grad_dtype == ZRT_DTYPE_BF16)
       sgd<S, Bf16>(s, r);
     else if (r.grad_dtype == ZRT_DTYPE_FP16)
@@ -234,6 +253,7 @@ KernelTable make_table(const char *isa) {
       sgd<S, F32>(s, r);
   };
   t.lamb_moments = [](const AdamStep &s, const OptimRange &r, double *w, double *u) {
+    CleanUpper<S> clean;
     if (r.grad_dtype == ZRT_DTYPE_BF16)
       lamb_moments<S, Bf16>(s, r, w, u);
     else if (r.grad_dtype == ZRT_DTYPE_FP16)
@@ -242,19 +262,23 @@ KernelTable make_table(const char *isa) {
       lamb_moments<S, F32>(s, r, w, u);
   };
   t.lamb_apply = [](const AdamStep &s, const OptimRange &r, float lr_trust) {
+    CleanUpper<S> clean;
     lamb_apply<S>(s, r, lr_trust);
   };
   t.sum_squares = [](const void *v, zrt_dtype_t d, size_t n) {
+    CleanUpper<S> clean;
     if (d == ZRT_DTYPE_BF16) return sum_squares<S, Bf16>(v, n);
     if (d == ZRT_DTYPE_FP16) return sum_squares<S, F16>(v, n);
     return sum_squares<S, F32>(v, n);
   };
   t.non_finite = [](const void *v, zrt_dtype_t d, size_t n) {
+    CleanUpper<S> clean;
     if (d == ZRT_DTYPE_BF16) return non_finite<S, Bf16>(v, n);
     if (d == ZRT_DTYPE_FP16) return non_finite<S, F16>(v, n);
     return non_finite<S, F32>(v, n);
   };
   t.convert = [](const float *in, void *out, zrt_dtype_t d, size_t n) {
+    CleanUpper<S> clean;
     convert<S>(in, out, d, n);
   };
   return t;

@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     if (zrt_init(MPI_COMM_WORLD, nullptr, &g_context) == ZRT_SUCCESS) {
+      g_world.context = g_context;
       zrt_context_comm(g_context, &g_world.comm);
       zrt_comm_rank(g_world.comm, &g_world.rank);
       zrt_comm_size(g_world.comm, &g_world.size);

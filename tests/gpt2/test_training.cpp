@@ -176,6 +176,39 @@ TEST(Training, WritesMetricsAndPlots) {
   }
 }
 
+// Recompute keeps no block activations but the outputs: nothing for offload to move.
+TEST(Training, RefusesOffloadWithRecompute) {
+  TrainOptions o = small_run(1);
+  o.recompute = true;
+  o.offload_activations = true;
+  auto state = engine_state(o);
+  try {
+    Trainer t(o, *state, world());
+    FAIL() << "accepted --offload-activations with --recompute";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("do not combine"), std::string::npos) << e.what();
+  }
+}
+
+// The offloaded bytes are in the metrics beside the resident ones.
+TEST(Training, ReportsOffloadedActivations) {
+  ScratchDir dir("zrt_gpt2_offload");
+  TrainOptions o = small_run(2);
+  o.config.num_layers = 3;  // block 0 is offloaded
+  o.offload_activations = true;
+  o.json_metrics = dir / "metrics.jsonl";
+  auto state = engine_state(o);
+  TrainResult r = train(o, *state, world());
+  EXPECT_GT(r.offloaded_activation_bytes, 0);
+  std::ifstream in(o.json_metrics);
+  std::string line;
+  nlohmann::json last;
+  while (std::getline(in, line))
+    if (nlohmann::json j = nlohmann::json::parse(line); j["type"] == "step") last = j;
+  EXPECT_EQ(last["mem_activations_offloaded"].get<int64_t>(), r.offloaded_activation_bytes);
+  EXPECT_EQ(last["mem_activations"].get<int64_t>(), r.activation_bytes);
+}
+
 TEST(Training, RefusesDataOfAnotherVocabulary) {
   TrainOptions o = small_run(1);
   o.config.vocab_size = 1000;  // Moby Dick's ids go up to 50256

@@ -44,17 +44,56 @@ TEST(Layout, ParametersKeepRegistrationOrderAndDoNotOverlap) {
   for (const auto &p : l.params()) {
     EXPECT_GE(p.offset, last_end);
     last_end = p.offset + p.numel;
+    // Within its buckets' group, which is contiguous.
     const auto &b = l.buckets()[static_cast<size_t>(p.bucket)];
-    EXPECT_GE(p.offset, b.offset);
-    EXPECT_LE(p.offset + p.numel, b.offset + b.length);
+    EXPECT_GE(p.offset, b.group_offset);
+    EXPECT_LE(p.offset + p.numel, b.group_offset + b.group_length);
   }
   EXPECT_LE(last_end, l.total());
-  // A parameter larger than the bucket size gets a bucket of its own.
+  // A parameter larger than the bucket size gets buckets of its own, none larger than the
+  // bucket size: 700 elements in pieces of 64 (4 ranks x kAlign).
   const auto &big = l.params()[3];
-  const auto &bb = l.buckets()[static_cast<size_t>(big.bucket)];
-  EXPECT_EQ(bb.first_param, 3);
-  EXPECT_EQ(bb.last_param, 3);
-  EXPECT_GE(l.max_bucket(), 700u);
+  EXPECT_EQ(big.buckets, 11);
+  EXPECT_EQ(l.max_bucket(), 64u);
+  EXPECT_EQ(l.max_split_group(), 704u);
+  for (int k = big.bucket; k < big.bucket + big.buckets; ++k) {
+    const auto &bb = l.bucket(k);
+    EXPECT_EQ(bb.first_param, 3);
+    EXPECT_EQ(bb.last_param, 3);
+    EXPECT_EQ(bb.group, big.bucket);
+    EXPECT_EQ(bb.group_buckets, 11);
+    EXPECT_EQ(bb.group_offset, big.offset);
+    EXPECT_EQ(bb.group_length, 704u);
+  }
+  // Reduced from its end: the first bucket is its last piece, padded; the others are whole.
+  EXPECT_EQ(l.bucket(big.bucket).offset, big.offset + 640);
+  EXPECT_EQ(l.bucket(big.bucket + 10).offset, big.offset);
+  for (const auto &b : l.buckets())
+    if (b.group_buckets == 1) {
+      EXPECT_EQ(b.group, b.index);
+      EXPECT_EQ(b.group_offset, b.offset);
+      EXPECT_EQ(b.group_length, b.length);
+    }
+}
+
+// Buckets tile the flat buffer in reverse index order, split parameters included, and the
+// shard offsets still concatenate the slices.
+TEST(Layout, SplitParametersTileTheFlatBuffer) {
+  Layout l(params({1000, 10, 2000, 5}), 256, 2);
+  size_t at = 0, shard = 0;
+  for (size_t g = l.buckets().size(); g-- > 0;) {
+    const auto &b = l.buckets()[g];
+    EXPECT_EQ(b.offset, at);
+    EXPECT_LE(b.length, 256u);
+    EXPECT_EQ(b.shard_offset, shard);
+    at += b.length;
+    shard += b.slice;
+  }
+  EXPECT_EQ(at, l.total());
+  EXPECT_EQ(l.params()[0].buckets, 4);  // 1000 = 3 x 256 + 232
+  EXPECT_EQ(l.params()[2].buckets, 8);  // 2000 = 7 x 256 + 208
+  EXPECT_EQ(l.params()[1].buckets, 1);
+  EXPECT_EQ(l.unpadded(), 3015u);
 }
 
 TEST(Layout, ShardOffsetsConcatenateSlicesInFlatOrder) {

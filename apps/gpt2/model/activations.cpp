@@ -1,15 +1,21 @@
 #include "activations.hpp"
 
+#include <algorithm>
+#include <array>
+
 namespace gpt2 {
 
 template <class T>
-Activations<T>::Activations(const Gpt2Config &cfg, int max_batch, int max_seq, ActivationMode mode)
+Activations<T>::Activations(const Gpt2Config &cfg, int max_batch, int max_seq, ActivationMode mode,
+                            zrt_context_h context)
     : max_batch_(max_batch), max_seq_(max_seq), mode_(mode) {
   const size_t B = static_cast<size_t>(max_batch), Tn = static_cast<size_t>(max_seq);
   const size_t C = static_cast<size_t>(cfg.channels), NH = static_cast<size_t>(cfg.num_heads);
   const size_t V = static_cast<size_t>(cfg.vocab_size), L = static_cast<size_t>(cfg.num_layers);
   const size_t BT = B * Tn, att = B * NH * Tn * Tn;
-  const size_t nblocks = mode == ActivationMode::keep ? L : 1;
+  const size_t nblocks = mode == ActivationMode::keep      ? L
+                         : mode == ActivationMode::offload ? std::min<size_t>(L, 2)
+                                                           : 1;
   const bool backward = mode != ActivationMode::inference;
 
   // Two passes over the same list: the first counts, the second hands out pointers.
@@ -59,6 +65,14 @@ Activations<T>::Activations(const Gpt2Config &cfg, int max_batch, int max_seq, A
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "activations"), used);
   base = storage_.data();
   carve();
+  if (mode == ActivationMode::offload) {
+    // Each block's fields are carved one after the other: one push moves them all.
+    const size_t block_bytes =
+        static_cast<size_t>(blocks_[0].fch_gelu + 4 * BT * C - blocks_[0].ln1) * sizeof(T);
+    offload_ = std::make_unique<BlockOffload>(
+        context, static_cast<int>(L), std::array<void *, 2>{blocks_[0].ln1, blocks_.back().ln1},
+        block_bytes);
+  }
 }
 
 template class Activations<float>;

@@ -2,12 +2,17 @@
 // allocation sized for (B, T) at most. With recompute (and for inference) only the block
 // outputs are kept per layer and one block's worth of activations is shared: backward
 // recomputes each block's forward right before its backward (full activation
-// checkpointing per block, as Megatron-LM's "full" recompute).
+// checkpointing per block, as Megatron-LM's "full" recompute). With offload, two blocks'
+// worth are shared and the others wait in host memory (block_offload.hpp).
 #pragma once
 
+#include <zerort/zerort.h>
+
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "block_offload.hpp"
 #include "config.hpp"
 #include "tensor.hpp"
 
@@ -16,6 +21,7 @@ namespace gpt2 {
 enum class ActivationMode {
   keep,       // training: every block's activations kept from forward to backward
   recompute,  // training: block outputs kept, the rest recomputed in backward
+  offload,    // training: block outputs kept, the rest pushed to host memory and back
   inference,  // forward only: no backward scratch
 };
 
@@ -39,17 +45,27 @@ struct BlockActivations {
 template <class T>
 class Activations {
  public:
-  Activations(const Gpt2Config &config, int max_batch, int max_seq, ActivationMode mode);
+  /// @p context: the zerort context whose pinned host memory takes the offloaded blocks
+  /// (offload mode only).
+  Activations(const Gpt2Config &config, int max_batch, int max_seq, ActivationMode mode,
+              zrt_context_h context = nullptr);
 
   int max_batch() const { return max_batch_; }
   int max_seq() const { return max_seq_; }
   ActivationMode mode() const { return mode_; }
-  /// Block @p l's activations (with recompute/inference, the one shared set).
+  /// Block @p l's activations (with recompute/inference, the one shared set; with
+  /// offload, one of two).
   BlockActivations<T> &block(int l) {
-    return blocks_[mode_ == ActivationMode::keep ? static_cast<size_t>(l) : 0];
+    return blocks_[mode_ == ActivationMode::keep      ? static_cast<size_t>(l)
+                   : mode_ == ActivationMode::offload ? static_cast<size_t>(l) % blocks_.size()
+                                                      : 0];
   }
-  /// Bytes of the allocation.
+  /// Bytes of the allocation: what stays resident.
   int64_t bytes() const { return static_cast<int64_t>(storage_.size() * sizeof(T)); }
+  /// The blocks' offload (offload mode), else null.
+  BlockOffload *offload() { return offload_.get(); }
+  /// Held in host memory by the offload (zeros without).
+  OffloadMemory offloaded() const { return offload_ ? offload_->memory() : OffloadMemory{}; }
 
   T *encoded;            // (B*T, C) token + position embeddings: block 0's input
   std::vector<T *> out;  // L x (B*T, C): block l's output (residual stream)
@@ -72,6 +88,7 @@ class Activations {
   ActivationMode mode_;
   std::vector<BlockActivations<T>> blocks_;
   Kokkos::View<T *, MemSpace> storage_;
+  std::unique_ptr<BlockOffload> offload_;
 };
 
 extern template class Activations<float>;

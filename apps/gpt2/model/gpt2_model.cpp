@@ -172,11 +172,15 @@ T Gpt2Model<T>::forward(Activations<T> &acts, Tokens tokens, Tokens targets, int
   store_.release(ids_.wpe);
   store_.release(ids_.wte);
 
+  BlockOffload *offload = acts.offload();
+  if (offload) offload->begin_forward();
   const T *x = acts.encoded;
   for (int l = 0; l < config_.num_layers; ++l) {
+    if (offload) offload->before_block_forward(l);
     gather_block(l);
     block_forward(acts, l, x, B, Tn, true);
     release_block(l);
+    if (offload) offload->after_block_forward(l);
     x = acts.out[static_cast<size_t>(l)];
   }
 
@@ -289,7 +293,8 @@ void Gpt2Model<T>::backward(Activations<T> &acts, Tokens tokens, Tokens targets,
   for (int l = L - 1; l >= 0; --l) {
     const T *input = l == 0 ? acts.encoded : acts.out[static_cast<size_t>(l - 1)];
     gather_block(l);
-    if (acts.mode() != ActivationMode::keep) block_forward(acts, l, input, B, Tn, false);
+    if (acts.mode() == ActivationMode::recompute) block_forward(acts, l, input, B, Tn, false);
+    if (acts.offload()) acts.offload()->before_block_backward(l);
     block_backward(acts, l, input, B, Tn);
     release_block(l);
   }

@@ -2,7 +2,8 @@
 // facts as JSON lines (--json-metrics), one object per line with a "type":
 //   {"type":"run", ...}    the configuration, once
 //   {"type":"step", "step", "loss", "lr", "grad_norm", "ms", "tokens_per_s",
-//    "mem_model_states", "mem_activations", "mem_rss", "mem_peak_rss"}  (bytes, per rank)
+//    "mem_model_states", "mem_activations", "mem_activations_offloaded", "mem_rss",
+//    "mem_peak_rss"}  (bytes, per rank)
 //   {"type":"eval", "step", "val_loss"}
 //   {"type":"sample", "step", "text"}
 //   {"type":"end", "steps", "reason", ...}
@@ -25,6 +26,9 @@ struct StepMetrics {
   int64_t step = 0;  // 1-based: optimizer steps done
   double loss = 0, lr = 0, grad_norm = 0, seconds = 0, tokens_per_s = 0;
   int64_t mem_model_states = 0, mem_activations = 0, mem_rss = 0, mem_peak_rss = 0;
+  // Peak bytes of activations in host memory (--offload-activations), beside the resident
+  // mem_activations.
+  int64_t mem_activations_offloaded = 0;
 };
 
 struct EvalMetrics {

@@ -51,6 +51,19 @@ struct Batch {
   Kokkos::View<int *, MemSpace> d_inputs, d_targets;
 };
 
+// Recompute keeps only the block outputs and rebuilds the rest in backward; offload keeps
+// the rest in host memory. Together there would be nothing left to offload but the block
+// outputs (DeepSpeed's cpu_checkpointing), which this trainer does not do.
+ActivationMode activation_mode(const TrainOptions &opt) {
+  if (opt.recompute && opt.offload_activations)
+    throw std::invalid_argument(
+        "--offload-activations and --recompute do not combine: recompute already keeps only "
+        "the block outputs (offloading those is not implemented); choose one");
+  return opt.recompute             ? ActivationMode::recompute
+         : opt.offload_activations ? ActivationMode::offload
+                                   : ActivationMode::keep;
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -63,8 +76,7 @@ struct Trainer::Impl {
         train_file_(
             TokenFile::open(opt.data_dir / "train.bin", opt.data_format, opt.config.vocab_size)),
         train_loader_(train_file_, opt.batch, opt.seq, world.rank, world.size),
-        acts_(opt.config, opt.batch, opt.seq,
-              opt.recompute ? ActivationMode::recompute : ActivationMode::keep),
+        acts_(opt.config, opt.batch, opt.seq, activation_mode(opt), world.context),
         batch_(opt.batch, opt.seq),
         log_(world.rank == 0 ? opt.json_metrics : "") {
     if (opt.seq > opt.config.max_seq_len)
@@ -189,6 +201,7 @@ struct Trainer::Impl {
       m.tokens_per_s = tokens_per_step / dt;
       m.mem_model_states = state_.memory().total();
       m.mem_activations = acts_.bytes() + sample_bytes_;
+      m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
       m.mem_rss = resident_bytes();
       m.mem_peak_rss = peak_resident_bytes();
       log_.step(m);
@@ -228,14 +241,17 @@ struct Trainer::Impl {
     }
     result.memory = state_.memory();
     result.stage0_bytes = state_.stage0_bytes();
+    result.activation_bytes = acts_.bytes();
+    result.offloaded_activation_bytes = acts_.offloaded().peak_offloaded;
     if (lead_)
       fmt::print(
           "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
-          "{}), activations {}, peak resident {}\n",
+          "{}), activations {}{}, peak resident {}\n",
           format_bytes(result.memory.total()),
           format_bytes(result.memory.total() - result.memory.buckets),
           format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
-          format_bytes(acts_.bytes() + sample_bytes_), format_bytes(peak_resident_bytes()));
+          format_bytes(acts_.bytes() + sample_bytes_), offload_note(),
+          format_bytes(peak_resident_bytes()));
     if (opt_.plot && world_.rank == 0) {
       try {
         result.plots = write_plots(
@@ -269,6 +285,7 @@ struct Trainer::Impl {
                            {"steps", opt_.steps},
                            {"lr", opt_.lr.max_lr},
                            {"recompute", opt_.recompute},
+                           {"offload_activations", opt_.offload_activations},
                            {"model_states", state_.describe()},
                            {"mem_model_states", state_.memory().total()},
                            {"mem_model_states_stage0", state_.stage0_bytes()}};
@@ -290,7 +307,11 @@ struct Trainer::Impl {
         opt_.batch, opt_.seq, opt_.optimizer.accumulation_steps, world_.size,
         int64_t{opt_.batch} * opt_.seq * opt_.optimizer.accumulation_steps * world_.size,
         lr_.max_lr, lr_.warmup_steps, lr_.min_lr,
-        opt_.recompute ? "activations recomputed in backward" : "activations kept");
+        opt_.recompute              ? "activations recomputed in backward"
+        : !opt_.offload_activations ? "activations kept"
+        : c.num_layers > 2
+            ? fmt::format("activations of blocks 0-{} offloaded to host memory", c.num_layers - 3)
+            : std::string("activations kept (offload moves none: the last two blocks stay)"));
     fmt::print("model states: {}\n", state_.describe());
     const StateMemory mem = state_.memory();
     fmt::print(
@@ -300,6 +321,14 @@ struct Trainer::Impl {
         format_bytes(mem.master_weights), format_bytes(mem.optimizer_state),
         format_bytes(mem.buckets), format_bytes(state_.stage0_bytes()));
     std::fflush(stdout);
+  }
+
+  // " (+ 12 MiB offloaded to host memory, 0.1 s waited for copies)", or nothing.
+  std::string offload_note() const {
+    const OffloadMemory m = acts_.offloaded();
+    if (m.peak_offloaded == 0) return "";
+    return fmt::format(" (+ {} offloaded to host memory, {:.2f} s waited for copies)",
+                       format_bytes(m.peak_offloaded), m.exposed_seconds);
   }
 
   EvalMetrics evaluate(int64_t step) {

@@ -21,10 +21,13 @@
 
 namespace gpt2 {
 
-/// This process's place in the job; comm is null for a lone process.
+/// This process's place in the job; comm is null for a lone process. context is the
+/// zerort context whose pinned host memory takes offloaded activations (needed only with
+/// TrainOptions::offload_activations).
 struct World {
   int rank = 0, size = 1;
   zrt_comm_h comm = nullptr;
+  zrt_context_h context = nullptr;
 };
 
 struct TrainOptions {
@@ -38,6 +41,9 @@ struct TrainOptions {
   LrSchedule lr;                        // total_steps is taken from steps
   OptimizerConfig optimizer;
   bool recompute = false;
+  // Blocks' activations to host memory between forward and backward (model/block_offload.hpp);
+  // not with recompute, which keeps none of them.
+  bool offload_activations = false;
   uint64_t seed = 1337;
   int64_t eval_every = 50;  // and at the end; 0 = only at the end
   int eval_batches = 8;
@@ -63,10 +69,12 @@ struct TrainResult {
   int stop_signal = 0;   // the signal this rank received, or 0
   std::string last_sample;
   PlotFiles plots;
-  StateMemory memory;                // this rank's model states at the end
-  int64_t stage0_bytes = 0;          // what stage 0 would hold instead
-  int64_t first_step = 0;            // steps already done when the run began (a resumed run)
-  std::filesystem::path checkpoint;  // the last one written, if any
+  StateMemory memory;                      // this rank's model states at the end
+  int64_t stage0_bytes = 0;                // what stage 0 would hold instead
+  int64_t activation_bytes = 0;            // training activations resident on this rank
+  int64_t offloaded_activation_bytes = 0;  // the most of them held in host memory at once
+  int64_t first_step = 0;                  // steps already done when the run began (a resumed run)
+  std::filesystem::path checkpoint;        // the last one written, if any
 };
 
 class Trainer {
