@@ -311,7 +311,11 @@ typedef struct zrt_offload_stats {
   size_t peak_device_bytes_saved;     /**< highest device_bytes_saved so far */
   double copy_seconds;                /**< time spent copying, in the background or not */
   double exposed_seconds;             /**< time callers waited in wait/fetch for copies: the
-                                           part of copy_seconds not hidden behind compute */
+                                           part of copy_seconds not hidden behind compute.
+                                           The thread engine's copies can also slow the
+                                           compute when its thread shares the caller's
+                                           core, which this does not see (zrt-bench offload
+                                           measures both) */
   const char *engine;                 /**< "thread" or "cuda"; static */
 } zrt_offload_stats_t;
 
