@@ -81,6 +81,8 @@ struct GemmStep {
     x = Kokkos::View<float *, gpt2::MemSpace>("x", size_t(n * max_in));
     y = Kokkos::View<float *, gpt2::MemSpace>("y", size_t(n * max_out));
     w = Kokkos::View<float *, gpt2::MemSpace>("w", size_t(max_in * max_out));
+    dx = Kokkos::View<float *, gpt2::MemSpace>("dx", size_t(n * max_in));
+    dw = Kokkos::View<float *, gpt2::MemSpace>("dw", size_t(max_in * max_out));
     Kokkos::deep_copy(x, 0.01f);
     Kokkos::deep_copy(y, 0.01f);
     Kokkos::deep_copy(w, 0.01f);
@@ -95,18 +97,23 @@ struct GemmStep {
     using gpt2::CMat;
     using gpt2::Mat;
     for (const Shape &s : shapes) {
+      // As in training, the input stays, the input gradient and the weight gradient have
+      // buffers of their own: writing them over X and W instead (as this did) made the
+      // values grow layer after layer into inf and NaN, and the baseline slower than the
+      // model's own gemms.
       Mat<float> X(x.data(), size_t(n), size_t(s.in)), Y(y.data(), size_t(n), size_t(s.out)),
-          W(w.data(), size_t(s.out), size_t(s.in));
+          W(w.data(), size_t(s.out), size_t(s.in)), DX(dx.data(), size_t(n), size_t(s.in)),
+          DW(dw.data(), size_t(s.out), size_t(s.in));
       for (int l = 0; l < s.count; ++l) {
-        gpt2::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);  // forward
-        gpt2::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, X);  // dinp
-        gpt2::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, W);  // dweight
+        gpt2::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
+        gpt2::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
+        gpt2::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
       }
     }
   }
   int64_t n;
   std::vector<Shape> shapes;
-  Kokkos::View<float *, gpt2::MemSpace> x, y, w;
+  Kokkos::View<float *, gpt2::MemSpace> x, y, w, dx, dw;
 };
 
 void run_gpt2_bench(const Gpt2BenchOptions &opt) {
