@@ -1,6 +1,5 @@
 // The optimizer kernels of every ISA this CPU has, against double-precision references,
 // against each other, and against themselves cut at different places.
-#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +11,7 @@
 #include "comm/dtype.hpp"
 #include "optim/kernels/kernels.hpp"
 #include "runtime/error.hpp"
+#include "vector_state.hpp"
 
 using namespace zrt;
 
@@ -56,16 +56,6 @@ AdamStep adamw_step(int t, double lr, double wd) {
   s.decay = static_cast<float>(-lr * wd);
   s.grad_scale = 0.5f;
   return s;
-}
-
-// Whether the upper halves of the vector registers hold data (XINUSE, read with xgetbv 1:
-// bit 2 for ymm, bit 6 for zmm0-15), or nothing when this CPU cannot say.
-std::optional<bool> upper_vector_state_dirty() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(0xd, 1, &eax, &ebx, &ecx, &edx) || !(eax & 4)) return std::nullopt;
-  unsigned lo = 0, hi = 0;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
-  return (lo & 0x44) != 0;
 }
 
 }  // namespace
@@ -225,21 +215,21 @@ TEST(Kernels, SelectionHonoursTheRequestAndRefusesMissingIsas) {
 // Code compiled for SSE (most of a program) runs several times slower while the upper
 // halves of the vector registers are dirty: every kernel cleans them before it returns.
 TEST(Kernels, LeaveTheUpperVectorStateClean) {
-  if (!upper_vector_state_dirty()) GTEST_SKIP() << "this CPU does not report XINUSE";
+  if (!testutil::upper_vector_state_dirty()) GTEST_SKIP() << "this CPU does not report XINUSE";
   for (const KernelTable *t : available()) {
     SCOPED_TRACE(t->isa);
     State s(1000, 5);
     t->adam(adamw_step(1, 1e-3, 0.01), s.range(0, 1000));
-    EXPECT_FALSE(*upper_vector_state_dirty()) << "adam";
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "adam";
     SgdStep sgd;
     t->sgd(sgd, s.range(0, 1000));
-    EXPECT_FALSE(*upper_vector_state_dirty()) << "sgd";
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "sgd";
     EXPECT_GT(t->sum_squares(s.g.data(), ZRT_DTYPE_FP32, 1000), 0.0);
-    EXPECT_FALSE(*upper_vector_state_dirty()) << "sum_squares";
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "sum_squares";
     EXPECT_FALSE(t->non_finite(s.g.data(), ZRT_DTYPE_FP32, 1000));
-    EXPECT_FALSE(*upper_vector_state_dirty()) << "non_finite";
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "non_finite";
     std::vector<uint16_t> half(1000);
     t->convert(s.w.data(), half.data(), ZRT_DTYPE_BF16, 1000);
-    EXPECT_FALSE(*upper_vector_state_dirty()) << "convert";
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "convert";
   }
 }

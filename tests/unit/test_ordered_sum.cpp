@@ -3,15 +3,13 @@
 // dtype, every tail length, several rank counts, averages, and in-place outputs.
 #include <gtest/gtest.h>
 
-#include <cpuid.h>
-
 #include <cstring>
-#include <optional>
 #include <random>
 #include <vector>
 
 #include "comm/dtype.hpp"
 #include "comm/ordered_sum.hpp"
+#include "vector_state.hpp"
 
 using namespace zrt;
 
@@ -91,29 +89,16 @@ TEST(OrderedSum, AddsInRankOrderInFp32AndRoundsOnce) {
   EXPECT_EQ(b, 0x1p24f + 2.0f);
 }
 
-namespace {
-
-// XINUSE bits 2 and 6 (AVX upper halves, AVX-512 state); nullopt when the CPU does not say.
-std::optional<bool> upper_vector_state_dirty() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(0xd, 1, &eax, &ebx, &ecx, &edx) || !(eax & 4)) return std::nullopt;
-  unsigned lo = 0, hi = 0;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
-  return (lo & 0x44) != 0;
-}
-
-}  // namespace
-
 // The sums run inside every shm, ucx and hier reduction; SSE code after them (the rest of
 // the program) runs several times slower while the upper vector halves stay dirty.
 TEST(OrderedSum, LeavesTheUpperVectorStateClean) {
-  if (!upper_vector_state_dirty()) GTEST_SKIP() << "this CPU does not report XINUSE";
+  if (!testutil::upper_vector_state_dirty()) GTEST_SKIP() << "this CPU does not report XINUSE";
   const size_t length = 1000;
   std::vector<double> a(length, 1.0), b(length, 2.0), out(length);
   const void *sources[2] = {a.data(), b.data()};
   for (zrt_dtype_t dt : {ZRT_DTYPE_FP32, ZRT_DTYPE_BF16, ZRT_DTYPE_FP16, ZRT_DTYPE_FP64}) {
     SCOPED_TRACE(dtype_name(dt));
     ordered_sum_sources(sources, 2, length, dt, ZRT_OP_SUM, out.data());
-    EXPECT_FALSE(*upper_vector_state_dirty());
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty());
   }
 }
