@@ -6,6 +6,10 @@ using namespace zrt;
 
 namespace {
 
+// The fast path of zrt_pool_alloc converts a lifetime by cast.
+static_assert(static_cast<int>(Lifetime::Long) == ZRT_LIFETIME_LONG &&
+              static_cast<int>(Lifetime::Transient) == ZRT_LIFETIME_TRANSIENT);
+
 // Bound once at load: pool_table() is a function-local static, whose guard check would
 // otherwise be paid on every zrt_pool_alloc and zrt_pool_free.
 ObjectTable<PoolEntry> &g_pools = pool_table();
@@ -91,6 +95,17 @@ ZRT_API zrt_status_t zrt_pool_destroy(zrt_pool_h pool) {
 
 ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_t lifetime,
                                     void **ptr_p) {
+  // The fast path: this thread's cache of the pool, found by the handle alone
+  // (ThreadCache::try_allocate). Whatever it cannot serve, every error included, takes
+  // the checked path below.
+  if (ThreadCache *c = find_thread_cache_by_handle(handle_value(pool));
+      c != nullptr && ptr_p != nullptr &&
+      (lifetime == ZRT_LIFETIME_LONG || lifetime == ZRT_LIFETIME_TRANSIENT)) [[likely]] {
+    if (void *p = c->try_allocate(bytes, static_cast<Lifetime>(lifetime))) {
+      *ptr_p = p;
+      return ZRT_SUCCESS;
+    }
+  }
   return abi_call("zrt_pool_alloc", [&] {
     Pool &p = *pool_from(pool).pool;
     Lifetime l = lifetime_from_c(lifetime, "lifetime");
@@ -101,6 +116,8 @@ ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_
 }
 
 ZRT_API zrt_status_t zrt_pool_free(zrt_pool_h pool, void *ptr) {
+  if (ThreadCache *c = find_thread_cache_by_handle(handle_value(pool)); c != nullptr) [[likely]]
+    if (c->try_free(ptr)) return ZRT_SUCCESS;
   return abi_call("zrt_pool_free", [&] {
     pool_from(pool).pool->free(ptr);
     return ZRT_SUCCESS;

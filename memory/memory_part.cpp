@@ -160,6 +160,7 @@ std::unique_ptr<PoolEntry> MemoryPart::new_pool(MemorySpace space, const PoolOve
   entry->part = this;
   entry->context_owned = context_owned;
   entry->handle = pool_table().insert(entry.get());
+  entry->pool->set_handle(entry->handle);
   return entry;
 }
 

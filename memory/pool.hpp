@@ -118,6 +118,10 @@ class Pool {
   const std::string &name() const { return options_.name; }
   const PoolOptions &options() const { return options_; }
   const Resource &resource() const { return *resource_; }
+  // The pool's C handle, which its thread caches carry for the C entry points' fast path
+  // (find_thread_cache_by_handle). Set once, before the handle is given out.
+  void set_handle(uintptr_t handle) { handle_ = handle; }
+
   // True when ptr lies in memory this pool has reserved.
   bool owns(const void *ptr) const;
 
@@ -185,6 +189,7 @@ class Pool {
   size_t reserve_span_ = 0;
 
   const uint64_t serial_;  // names this pool to thread caches; never reused
+  uintptr_t handle_ = 0;   // its C handle (set_handle)
   size_t cache_max_ = 0;   // largest block size a thread cache keeps (0: none)
   mutable std::mutex mutex_;
   std::vector<ThreadCache *> caches_;  // of live threads; their threads own them

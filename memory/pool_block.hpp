@@ -25,26 +25,31 @@ enum class BlockState : uint8_t {
 struct Region;
 class ThreadCache;
 
-struct Block {
+// Aligned so that the first 32 bytes, all the thread caches' fast path reads of a block,
+// never straddle two cache lines.
+struct alignas(32) Block {
   uintptr_t addr = 0;
-  size_t size = 0;                                 // a multiple of the pool's alignment
-  Block *prev = nullptr, *next = nullptr;          // address neighbours in the region
+  size_t size = 0;  // a multiple of the pool's alignment
+  Lifetime lifetime = Lifetime::Long;
+  BlockState state = BlockState::Free;
+  uint8_t lent = 0;                        // Lent: ThreadCache::kLive, kIdle or kRemoteFreed
+  ThreadCache *owner = nullptr;            // Lent: the cache it is lent to
+  Block *prev = nullptr, *next = nullptr;  // address neighbours in the region
   Block *bin_prev = nullptr, *bin_next = nullptr;  // the free bin's list, while Free
   Region *region = nullptr;
-  BlockState state = BlockState::Free;
-  Lifetime lifetime = Lifetime::Long;
   uint32_t bin = 0;
-  uint32_t slot = 0;             // Movable: index of its handle slot
-  uint32_t locks = 0;            // Movable: zrt_pool_lock count; locked buffers do not move
-  size_t requested = 0;          // bytes asked for (<= size)
-  ThreadCache *owner = nullptr;  // Lent: the cache it is lent to
-  uint8_t lent = 0;              // Lent: ThreadCache::kLive, kIdle or kRemoteFreed
+  uint32_t slot = 0;     // Movable: index of its handle slot
+  uint32_t locks = 0;    // Movable: zrt_pool_lock count; locked buffers do not move
+  size_t requested = 0;  // bytes asked for (<= size)
 
   uintptr_t end() const { return addr + size; }
   bool used() const {
     return state == BlockState::Raw || state == BlockState::Movable || state == BlockState::Lent;
   }
 };
+
+static_assert(offsetof(Block, lent) < 32 && offsetof(Block, size) < 32,
+              "the fast path's fields of a Block must stay in its first 32 bytes");
 
 // A contiguous address range of a pool: the one reservation of a reserving resource
 // (committed at both ends, an Uncommitted block in the middle), or one segment of a

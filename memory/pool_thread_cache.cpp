@@ -18,7 +18,13 @@ size_t relaxed(const std::atomic<size_t> &v) {
 }  // namespace
 
 ThreadCache *Pool::make_my_cache() {
-  auto c = std::make_unique<ThreadCache>(this, serial_);
+  ThreadCache::Limits limits{.handle = handle_,
+                             .max_block = cache_max_,
+                             .budget = options_.thread_cache_bytes,
+                             .align_shift = align_shift_,
+                             .host_accessible = host_accessible_,
+                             .pool_live = &live_};
+  auto c = std::make_unique<ThreadCache>(this, serial_, limits);
   std::lock_guard registry(thread_cache_registry());
   std::lock_guard lock(mutex_);
   caches_.reserve(caches_.size() + 1);
@@ -29,18 +35,7 @@ ThreadCache *Pool::make_my_cache() {
 
 inline void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
   if (c.attention.load(std::memory_order_acquire)) service(c);
-  size_t size = (bytes + options_.alignment - 1) >> align_shift_ << align_shift_;
-  if (Block *b = c.idle.take(size, lifetime)) {
-    c.sub_idle(size);
-    ThreadCache::set_mark(b, ThreadCache::kLive);
-    unpoison(host_accessible_, b->addr, bytes);
-    // The pool counts this thread's idle blocks as live; without them, this is the live
-    // figure (exact when one thread uses the pool, an upper bound when several do).
-    size_t live =
-        std::atomic_ref<size_t>(live_).load(std::memory_order_relaxed) - relaxed(c.idle_bytes);
-    if (live > relaxed(c.peak_live)) c.peak_live.store(live, std::memory_order_relaxed);
-    return reinterpret_cast<void *>(b->addr);
-  }
+  if (Block *b = c.take_idle(bytes, lifetime)) return reinterpret_cast<void *>(b->addr);
   std::lock_guard lock(mutex_);
   c.lent.prepare_insert();  // the one step that can fail, before anything changes
   Block *b = allocate_block(bytes, lifetime, BlockState::Lent);
@@ -72,11 +67,7 @@ inline bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
     evicted[n++] = old;
     evicted_bytes += old->size;
   });
-  if (kept) {
-    ThreadCache::set_mark(b, ThreadCache::kIdle);
-    poison(host_accessible_, b->addr, b->size);
-    c.add_idle(b->size);
-  }
+  if (kept) c.mark_idle(b);
   if (kept && n == 0) return true;
   c.sub_idle(evicted_bytes);
   std::lock_guard lock(mutex_);
@@ -85,9 +76,7 @@ inline bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
   if (over) {
     flush_locked(c);
     if (c.idle.put(b, [](Block *) {})) {  // the cache is empty: this always fits
-      ThreadCache::set_mark(b, ThreadCache::kIdle);
-      poison(host_accessible_, b->addr, b->size);
-      c.add_idle(b->size);
+      c.mark_idle(b);
       return true;
     }
   }
@@ -110,7 +99,8 @@ void Pool::free(void *ptr) {
   if (ptr == nullptr) fail(ZRT_ERR_INVALID_ARGUMENT, "ptr is NULL");
   auto p = reinterpret_cast<uintptr_t>(ptr);
   if (cache_max_ != 0)
-    if (ThreadCache *c = my_cache(); c != nullptr && free_cached(*c, p)) return;
+    if (ThreadCache *c = my_cache(); c != nullptr && (c->try_free(ptr) || free_cached(*c, p)))
+      return;
   std::lock_guard lock(mutex_);
   Block *b = addresses_.find(p);
   if (b == nullptr || b->state == BlockState::Cached) bad_free(p);

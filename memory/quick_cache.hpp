@@ -54,6 +54,19 @@ class QuickCache {
     return true;
   }
 
+  // Keeps b if its class's slot is empty or holds its class with room; false otherwise
+  // (then put() decides what to evict).
+  bool put_if_room(Block *b) {
+    Slot &s = slot(b->size, b->lifetime);
+    if (s.count > 0 && (s.size != b->size || s.lifetime != b->lifetime)) return false;
+    if (s.count == kDepth) return false;
+    s.size = b->size;
+    s.lifetime = b->lifetime;
+    s.blocks[s.count++] = b;
+    set_count(count_ + 1);
+    return true;
+  }
+
   // Hands every cached block to f and empties the cache.
   template <class F>
   void drain(F &&f) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "memory/address_map.hpp"
+#include "memory/poison.hpp"
 #include "memory/pool_block.hpp"
 #include "memory/quick_cache.hpp"
 
@@ -47,13 +48,71 @@ class ThreadCache {
   static constexpr uint8_t kIdle = 2;         // waiting in `idle`
   static constexpr uint8_t kRemoteFreed = 3;  // freed by another thread, queued on `remote`
 
-  ThreadCache(Pool *pool, uint64_t serial) : pool(pool), serial(serial) {}
+  // What the fast path needs of its pool, copied so that it reads nothing of the pool
+  // but its live-byte count.
+  struct Limits {
+    uintptr_t handle = 0;      // the pool's C handle (0: none yet)
+    size_t max_block = 0;      // largest block size kept (> 0)
+    size_t budget = 0;         // most idle bytes kept
+    unsigned align_shift = 0;  // log2 of the pool's alignment
+    bool host_accessible = false;
+    const size_t *pool_live = nullptr;  // the pool's live bytes (read relaxed)
+  };
+
+  ThreadCache(Pool *pool, uint64_t serial, const Limits &limits)
+      : limits(limits), pool(pool), serial(serial) {}
 
   static uint8_t mark(const Block *b) {
     return std::atomic_ref<const uint8_t>(b->lent).load(std::memory_order_relaxed);
   }
   static void set_mark(Block *b, uint8_t m) {
     std::atomic_ref<uint8_t>(b->lent).store(m, std::memory_order_relaxed);
+  }
+
+  // The fast path: an allocation of a size kept idle here, or a free of a live block
+  // lent here that fits the cache as it is. nullptr / false for anything else — remote
+  // frees waiting, an empty or foreign class, the budget, bad input — which the pool's
+  // locked path then decides and reports. Owner only; never throws or locks. Measured
+  // with perf before it existed, the calls and loads between the C entry point, the
+  // handle table, the pool and the cache were 40% of an allocation + free.
+  void *try_allocate(size_t bytes, Lifetime lifetime) {
+    if (bytes - 1 >= limits.max_block || attention.load(std::memory_order_acquire))
+      return nullptr;  // bytes outside [1, max_block], or the pool's locked path first
+    Block *b = take_idle(bytes, lifetime);
+    return b != nullptr ? reinterpret_cast<void *>(b->addr) : nullptr;
+  }
+  bool try_free(void *ptr) {
+    if (attention.load(std::memory_order_acquire)) return false;
+    Block *b = lent.find(reinterpret_cast<uintptr_t>(ptr));
+    if (b == nullptr || mark(b) != kLive || b->size > limits.max_block ||
+        idle_bytes.load(std::memory_order_relaxed) + b->size > limits.budget ||
+        !idle.put_if_room(b))
+      return false;
+    mark_idle(b);
+    return true;
+  }
+
+  // A block of `bytes` from `idle`, now live, or nullptr.
+  Block *take_idle(size_t bytes, Lifetime lifetime) {
+    size_t align = size_t{1} << limits.align_shift;
+    Block *b = idle.take((bytes + align - 1) & ~(align - 1), lifetime);
+    if (b == nullptr) return nullptr;
+    sub_idle(b->size);
+    set_mark(b, kLive);
+    unpoison(limits.host_accessible, b->addr, bytes);
+    // The pool counts this thread's idle blocks as live; without them, this is the live
+    // figure (exact when one thread uses the pool, an upper bound when several do).
+    size_t live = std::atomic_ref<const size_t>(*limits.pool_live).load(std::memory_order_relaxed) -
+                  idle_bytes.load(std::memory_order_relaxed);
+    if (live > peak_live.load(std::memory_order_relaxed))
+      peak_live.store(live, std::memory_order_relaxed);
+    return b;
+  }
+  // b, just put in `idle`, is idle.
+  void mark_idle(Block *b) {
+    set_mark(b, kIdle);
+    poison(limits.host_accessible, b->addr, b->size);
+    add_idle(b->size);
   }
 
   // Owner-only counters published to readers of stats.
@@ -64,15 +123,17 @@ class ThreadCache {
     idle_bytes.store(idle_bytes.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   }
 
-  QuickCache idle;  // owner only
-  AddressMap lent;  // owner only: every block lent to this cache, live or idle
-  std::atomic<size_t> idle_bytes{0};
-  std::atomic<size_t> peak_live{0};    // the pool's live bytes as this thread last raised them
+  // The fast path's fields first, on as few cache lines as possible.
+  const Limits limits;
   std::atomic<bool> attention{false};  // remote frees or a flush request are waiting
-  std::vector<Block *> remote;         // guarded by the pool's mutex
-  bool flush_requested = false;        // guarded by the pool's mutex
-  std::atomic<Pool *> pool;            // nullptr once the pool is destroyed
-  const uint64_t serial;               // the pool's serial number: never reused
+  std::atomic<size_t> idle_bytes{0};
+  std::atomic<size_t> peak_live{0};  // the pool's live bytes as this thread last raised them
+  std::atomic<Pool *> pool;          // nullptr once the pool is destroyed
+  AddressMap lent;                   // owner only: every block lent to this cache, live or idle
+  QuickCache idle;                   // owner only
+  std::vector<Block *> remote;       // guarded by the pool's mutex
+  bool flush_requested = false;      // guarded by the pool's mutex
+  const uint64_t serial;             // the pool's serial number: never reused
 };
 
 // Orders pool destruction against thread exit (see above). Taken before a pool's mutex.
@@ -95,6 +156,17 @@ inline ThreadCache *find_thread_cache(uint64_t serial) {
   if (t_last_thread_cache.serial == serial) return t_last_thread_cache.cache;
   return find_thread_cache_slow(serial);
 }
+// This thread's last-used cache if it belongs to the pool whose C handle is `handle`:
+// the C entry points' way to their cache without reading the handle table or the pool.
+// A stale handle finds nothing (its pool is gone, or the cache is not this pool's).
+inline ThreadCache *find_thread_cache_by_handle(uintptr_t handle) {
+  ThreadCache *c = t_last_thread_cache.cache;
+  if (c == nullptr || c->limits.handle != handle || handle == 0 ||
+      c->pool.load(std::memory_order_relaxed) == nullptr)
+    return nullptr;
+  return c;
+}
+
 // Adopts c as this thread's cache of its pool (the caller registered it with the pool),
 // deleting caches whose pools are gone. Call with thread_cache_registry() held.
 void adopt_thread_cache(ThreadCache *c);

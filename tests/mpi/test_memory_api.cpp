@@ -268,6 +268,52 @@ TEST(MemoryApi, BadInputIsAClearStatusAndMessage) {
   mentions("is a stale pool handle");
 }
 
+// zrt_pool_alloc / zrt_pool_free find the calling thread's cache by the handle alone
+// (find_thread_cache_by_handle): a cache of another pool, a destroyed pool's orphaned
+// cache and a block cached idle must all still be refused with the checked path's words.
+TEST(MemoryApi, FastPathChecksTheHandle) {
+  zrt_pool_h a = make_pool(ZRT_MEMORY_HOST, 4 * MiB, ZRT_COMPACT_AUTO, "fast a");
+  zrt_pool_h b = make_pool(ZRT_MEMORY_HOST, 4 * MiB, ZRT_COMPACT_AUTO, "fast b");
+  void *pa = nullptr, *pb = nullptr, *again = nullptr;
+  // Warm both caches: each pool has an idle 4 KiB block this thread may reuse.
+  for (zrt_pool_h pool : {a, b}) {
+    void *p = nullptr;
+    ASSERT_EQ(zrt_pool_alloc(pool, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &p), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_pool_free(pool, p), ZRT_SUCCESS);
+  }
+  ASSERT_EQ(zrt_pool_alloc(a, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &pa), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_pool_alloc(b, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &pb), ZRT_SUCCESS);
+  std::memset(pa, 0xa5, 4 * KiB);
+  // A's block through B's handle, with B's cache the last used and then A's.
+  EXPECT_EQ(zrt_pool_free(b, pa), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("was not allocated by pool 'fast b'");
+  ASSERT_EQ(zrt_pool_free(a, pa), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_pool_alloc(a, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &again), ZRT_SUCCESS);
+  EXPECT_EQ(again, pa);  // served by A's cache
+  EXPECT_EQ(zrt_pool_free(a, pb), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("was not allocated by pool 'fast a'");
+  // A block idle in the cache is not freed twice, nor by the other pool.
+  ASSERT_EQ(zrt_pool_free(a, again), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_pool_free(a, again), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("(freed twice?)");
+  ASSERT_EQ(zrt_pool_free(b, pb), ZRT_SUCCESS);
+  zrt_pool_stats_t sa = stats_of(a), sb = stats_of(b);
+  EXPECT_EQ(sa.allocations, 0u);
+  EXPECT_EQ(sb.allocations, 0u);
+  // A destroyed pool's cache was this thread's last; its stale handle must not reach it.
+  void *p = nullptr;
+  ASSERT_EQ(zrt_pool_alloc(a, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &p), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_pool_free(a, p), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_pool_destroy(a), ZRT_SUCCESS);
+  void *untouched = reinterpret_cast<void *>(0x1234);
+  EXPECT_EQ(zrt_pool_alloc(a, 4 * KiB, ZRT_LIFETIME_TRANSIENT, &untouched), ZRT_ERR_INVALID_HANDLE);
+  mentions("is a stale pool handle");
+  EXPECT_EQ(untouched, reinterpret_cast<void *>(0x1234));
+  EXPECT_EQ(zrt_pool_free(a, p), ZRT_ERR_INVALID_HANDLE);
+  mentions("is a stale pool handle");
+  EXPECT_EQ(zrt_pool_destroy(b), ZRT_SUCCESS);
+}
+
 TEST(MemoryApi, BadPoolParamsAreRefused) {
   zrt_pool_h pool = reinterpret_cast<zrt_pool_h>(0x1);
   zrt_pool_params_t p;
