@@ -120,7 +120,7 @@ class Pool {
   const Resource &resource() const { return *resource_; }
   // The pool's C handle, which its thread caches carry for the C entry points' fast path
   // (find_thread_cache_by_handle). Set once, before the handle is given out.
-  void set_handle(uintptr_t handle) { handle_ = handle; }
+  void set_handle(uintptr_t handle) { handle_.store(handle, std::memory_order_relaxed); }
 
   // True when ptr lies in memory this pool has reserved.
   bool owns(const void *ptr) const;
@@ -189,8 +189,10 @@ class Pool {
   size_t reserve_span_ = 0;
 
   const uint64_t serial_;  // names this pool to thread caches; never reused
-  uintptr_t handle_ = 0;   // its C handle (set_handle)
-  size_t cache_max_ = 0;   // largest block size a thread cache keeps (0: none)
+  // Its C handle (set_handle). Atomic only because the handle is in the table a moment
+  // before this is set, and a forged handle could race it; 0 just means no fast path.
+  std::atomic<uintptr_t> handle_{0};
+  size_t cache_max_ = 0;  // largest block size a thread cache keeps (0: none)
   mutable std::mutex mutex_;
   std::vector<ThreadCache *> caches_;  // of live threads; their threads own them
   std::vector<std::unique_ptr<Region>> regions_;

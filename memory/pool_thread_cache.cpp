@@ -18,7 +18,7 @@ size_t relaxed(const std::atomic<size_t> &v) {
 }  // namespace
 
 ThreadCache *Pool::make_my_cache() {
-  ThreadCache::Limits limits{.handle = handle_,
+  ThreadCache::Limits limits{.handle = handle_.load(std::memory_order_relaxed),
                              .max_block = cache_max_,
                              .budget = options_.thread_cache_bytes,
                              .align_shift = align_shift_,

@@ -125,15 +125,17 @@ class ThreadCache {
 
   // The fast path's fields first, on as few cache lines as possible.
   const Limits limits;
-  std::atomic<bool> attention{false};  // remote frees or a flush request are waiting
   std::atomic<size_t> idle_bytes{0};
   std::atomic<size_t> peak_live{0};  // the pool's live bytes as this thread last raised them
   std::atomic<Pool *> pool;          // nullptr once the pool is destroyed
   AddressMap lent;                   // owner only: every block lent to this cache, live or idle
   QuickCache idle;                   // owner only
-  std::vector<Block *> remote;       // guarded by the pool's mutex
-  bool flush_requested = false;      // guarded by the pool's mutex
-  const uint64_t serial;             // the pool's serial number: never reused
+  // Written by other threads (remote frees, flush requests): on a line of its own, so
+  // that those writes do not evict the line of `limits` the owner reads on every call.
+  alignas(64) std::atomic<bool> attention{false};  // remote frees or a flush request wait
+  std::vector<Block *> remote;                     // guarded by the pool's mutex
+  bool flush_requested = false;                    // guarded by the pool's mutex
+  const uint64_t serial;                           // the pool's serial number: never reused
 };
 
 // Orders pool destruction against thread exit (see above). Taken before a pool's mutex.
