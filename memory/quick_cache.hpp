@@ -33,27 +33,6 @@ class QuickCache {
     return s.blocks[--s.count];
   }
 
-  // Keeps b (whose size and lifetime name its class). A slot that holds another class
-  // is handed over: its blocks go to evict (which merges them), since the class freed
-  // last is the one most likely asked for next. False when b's class is full, and the
-  // caller should merge b at once instead.
-  template <class Evict>
-  bool put(Block *b, Evict &&evict) {
-    Slot &s = slot(b->size, b->lifetime);
-    if (s.count > 0 && (s.size != b->size || s.lifetime != b->lifetime)) {
-      while (s.count > 0) {
-        set_count(count_ - 1);
-        evict(s.blocks[--s.count]);
-      }
-    }
-    if (s.count == kDepth) return false;
-    s.size = b->size;
-    s.lifetime = b->lifetime;
-    s.blocks[s.count++] = b;
-    set_count(count_ + 1);
-    return true;
-  }
-
   // Keeps b if its class's slot is empty or holds its class with room; false otherwise
   // (then put() decides what to evict).
   bool put_if_room(Block *b) {
@@ -65,6 +44,22 @@ class QuickCache {
     s.blocks[s.count++] = b;
     set_count(count_ + 1);
     return true;
+  }
+
+  // Keeps b (whose size and lifetime name its class). A slot that holds another class
+  // is handed over: its blocks go to evict (which merges them), since the class freed
+  // last is the one most likely asked for next. False when b's class is full, and the
+  // caller should merge b at once instead.
+  template <class Evict>
+  bool put(Block *b, Evict &&evict) {
+    if (put_if_room(b)) return true;
+    Slot &s = slot(b->size, b->lifetime);
+    if (s.size == b->size && s.lifetime == b->lifetime) return false;  // its class is full
+    while (s.count > 0) {
+      set_count(count_ - 1);
+      evict(s.blocks[--s.count]);
+    }
+    return put_if_room(b);
   }
 
   // Hands every cached block to f and empties the cache.
