@@ -19,6 +19,21 @@ namespace zrt {
 
 class Context;
 
+// Memory a backend reads in place from every rank (zrt_comm_mem_alloc), where it has such.
+class SharedBuffers {
+ public:
+  virtual ~SharedBuffers() = default;
+  // Both collective over the backend's group; they fail on every rank together.
+  // bad_argument: a caller's argument error found on this rank ("ptr_p is NULL"), which
+  // must fail the call on every rank rather than leave the others waiting.
+  virtual void *allocate(size_t bytes, const std::string &bad_argument) = 0;
+  virtual void free(void *pointer) = 0;
+  // Local: the number of the allocation that allocate returned as pointer, counted from 0
+  // in allocation order (the same on every rank), or kNone.
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  virtual uint64_t number_of(const void *pointer) const = 0;
+};
+
 enum class CollKind { ReduceScatter = 1, AllGather = 2, AllReduce = 3, Broadcast = 4 };
 const char *coll_name(CollKind kind);
 
@@ -73,6 +88,9 @@ class Backend {
   // Starts args; args were validated and agreed by the caller. Called in the same
   // sequence on every rank of the group.
   virtual std::unique_ptr<BackendOp> start(const CollArgs &args) = 0;
+  // Where zrt_comm_mem_alloc allocates so that this backend reads the buffers in place;
+  // none: private host memory serves.
+  virtual SharedBuffers *shared_buffers() { return nullptr; }
   // Facts for zrt-info (transport, chunk sizes...).
   virtual void describe(nlohmann::json &out) const { (void)out; }
   // Some operation was abandoned: the backend's destructor must not free what it may still

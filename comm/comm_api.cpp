@@ -51,6 +51,22 @@ CollArgs make(CollKind kind, const void *send, void *recv, size_t count, zrt_dty
 
 extern "C" {
 
+ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **ptr_p) {
+  return abi_call("zrt_comm_mem_alloc", [&] {
+    Communicator &c = comm_from(comm);
+    void *p = c.mem_alloc(bytes, ptr_p == nullptr ? "ptr_p is NULL" : "");
+    *ptr_p = p;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_comm_mem_free(zrt_comm_h comm, void *ptr) {
+  return abi_call("zrt_comm_mem_free", [&] {
+    comm_from(comm).mem_free(ptr);
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_context_comm(zrt_context_h context, zrt_comm_h *comm_p) {
   return abi_call("zrt_context_comm", [&] {
     Context &c = context_from(context);

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 
 #include "comm/dtype.hpp"
 #include "comm/graveyard.hpp"
 #include "comm/partition.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
@@ -119,6 +122,7 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   try {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     check_mpi(MPI_Comm_dup(comm_, &check_comm_), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(comm_, &memory_comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     check_args_ = context.config().get_bool("comm.check_args");
@@ -133,6 +137,7 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   } catch (...) {
     backends_.reset();
     if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
+    if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
     MPI_Comm_free(&comm_);
     throw;
   }
@@ -153,9 +158,89 @@ Communicator::~Communicator() {
   const bool keep = !failure_.empty();
   if (keep) backends_->abandoned();
   backends_.reset();  // before the MPI communicators they use
+  for (void *p : private_memory_)
+    std::free(p);
   if (keep) return;
   if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
+  if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
+  if (SharedBuffers *shared = backends_->shared_buffers()) {
+    // The backend's group may be this node only (hier): the verdict must reach every rank.
+    void *p = nullptr;
+    bool mine = false;
+    try {
+      run_agreed(memory_comm_, [&] {
+        p = shared->allocate(bytes, bad_argument);
+        mine = true;
+      });
+    } catch (...) {
+      if (mine) shared->free(p);  // the whole group has it: another node failed
+      throw;
+    }
+    return p;
+  }
+  // Private memory needs no peer, but fails on every rank together all the same, as the
+  // shared kind does: a program written against one works with the other.
+  constexpr size_t kPage = 4096;
+  void *p = nullptr;
+  try {
+    run_agreed(memory_comm_, [&] {
+      if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
+      if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
+      if (bytes > SIZE_MAX - kPage)
+        fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes cannot be allocated", bytes);
+      p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
+      if (p == nullptr)
+        fail(ZRT_ERR_OUT_OF_MEMORY, "out of host memory allocating {} bytes", bytes);
+    });
+  } catch (...) {
+    std::free(p);  // another rank failed
+    throw;
+  }
+  std::memset(p, 0, bytes);
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  private_memory_.insert(p);
+  return p;
+}
+
+void Communicator::mem_free(void *pointer) {
+  if (SharedBuffers *shared = backends_->shared_buffers()) {
+    // The same allocation on every rank, or nothing is freed anywhere. Allocations are
+    // numbered in the same order on every rank (on every node, for hier), so comparing
+    // numbers is comparing allocations.
+    const uint64_t number = shared->number_of(pointer);
+    uint64_t range[2] = {number, ~number};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, memory_comm_),
+              "MPI_Allreduce(zrt_comm_mem_free)");
+    if (number == SharedBuffers::kNone)
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
+           "freed already); nothing freed",
+           pointer);
+    if (range[0] == SharedBuffers::kNone)
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "another rank passed a pointer that zrt_comm_mem_alloc did not return; nothing freed");
+    if (range[0] != ~range[1])
+      fail(ZRT_ERR_MISMATCH,
+           "the ranks passed different buffers; every rank must free the buffer of the same "
+           "zrt_comm_mem_alloc call together; nothing freed");
+    shared->free(pointer);
+    return;
+  }
+  run_agreed(memory_comm_, [&] {
+    std::lock_guard<std::mutex> lock(memory_mutex_);
+    if (private_memory_.count(pointer) == 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
+           "freed already); nothing freed",
+           pointer);
+  });
+  std::lock_guard<std::mutex> lock(memory_mutex_);
+  private_memory_.erase(pointer);
+  std::free(pointer);
 }
 
 void Communicator::describe(nlohmann::json &out) const {

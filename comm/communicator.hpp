@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,13 @@ class Communicator {
   // progressing. progress_from_thread returns whether requests are in flight.
   bool progress_from_thread();
   bool watch_from_thread();
+  // zrt_comm_mem_alloc / zrt_comm_mem_free: memory the backend reads in place (shared
+  // with the node's ranks) where it can, else page-aligned private memory. Collective;
+  // they fail on every rank together.
+  // bad_argument: see SharedBuffers::allocate.
+  void *mem_alloc(size_t bytes, const std::string &bad_argument);
+  void mem_free(void *pointer);
+
   // Requests created and not yet freed.
   int live_requests() const { return live_requests_.load(); }
   void request_freed() { --live_requests_; }
@@ -74,6 +82,7 @@ class Communicator {
   Context &context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm check_comm_ = MPI_COMM_NULL;
+  MPI_Comm memory_comm_ = MPI_COMM_NULL;  // mem_alloc / mem_free agreement
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;
@@ -90,6 +99,8 @@ class Communicator {
   // Set once the watchdog failed this communicator: every later post fails with it.
   std::string failure_;
   std::atomic<int> live_requests_{0};
+  std::mutex memory_mutex_;
+  std::set<void *> private_memory_;  // mem_alloc's, where the backend has no shared memory
 };
 
 HandleTable<Communicator> &comm_table();

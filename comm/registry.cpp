@@ -171,6 +171,10 @@ void BackendSet::abandoned() {
     b->abandoned();
 }
 
+SharedBuffers *BackendSet::shared_buffers() const {
+  return backends_[static_cast<size_t>(host_)]->shared_buffers();
+}
+
 const char *BackendSet::primary() const {
   return backends_[static_cast<size_t>(host_)]->name();
 }

@@ -37,6 +37,9 @@ class BackendSet {
   Backend &choose(const CollArgs &args, MemoryKind memory, int *index) const;
   // What serves large host buffers: the name zrt_comm_backend reports.
   const char *primary() const;
+  // Where zrt_comm_mem_alloc allocates: the shared buffers of the backend serving large
+  // host buffers, if it has them.
+  SharedBuffers *shared_buffers() const;
   void describe(nlohmann::json &out) const;
   // The watchdog abandoned operations: see Backend::abandoned.
   void abandoned();

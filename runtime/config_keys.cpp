@@ -222,6 +222,15 @@ std::vector<ConfigKey> library_keys() {
                     "shared memory"),
       config_size("comm.shm.single_copy_bytes", 1 << 20, 0, INT64_MAX,
                   "shm: smallest buffer (all ranks' shards together) that auto copies once"),
+      config_choice("comm.shm.direct", "auto", {"auto", "off"},
+                    "shm: auto: zrt_comm_mem_alloc maps each buffer into every rank of the "
+                    "node, and collectives of comm.shm.direct_bytes and more whose buffers all "
+                    "come from it read the peers' buffers in place (one pass instead of a copy "
+                    "through the slots and a pass); off: zrt_comm_mem_alloc returns private "
+                    "memory"),
+      config_size("comm.shm.direct_bytes", 1 << 20, 0, INT64_MAX,
+                  "shm: smallest buffer (all ranks' shards together) whose collective first "
+                  "asks whether the buffers are shared"),
       config_size("comm.ucx.chunk_bytes", 1 << 20, 4096, int64_t{1} << 30,
                   "ucx: bytes per message of the pipelined ring"),
       config_int("comm.ucx.window", 8, 1, 1024, "ucx: messages in flight per peer"),

@@ -27,7 +27,7 @@ struct CommOptions {
   int factor = 4;
   std::vector<std::string> ops = {"reduce_scatter", "all_gather", "all_gather_in_place",
                                   "all_reduce"};
-  std::vector<std::string> backends = {"mpi", "shm", "ucx", "hier"};
+  std::vector<std::string> backends = {"mpi", "shm", "shm+mem", "ucx", "hier"};
   std::string dtype = "fp32";
   TimingPolicy timing;
 };
@@ -47,9 +47,11 @@ void fail_if(zrt_status_t st, const char *what) {
 }
 
 struct Column {
-  std::string name;  // backend asked for
+  std::string name;  // backend asked for, "+mem" when its buffers come from zrt_comm_mem_alloc
   std::string runs;  // backend that serves it (ucx may fall back to mpi)
   zrt_comm_h comm = nullptr;
+  char *send = nullptr, *recv = nullptr;  // zrt_comm_mem_alloc's, or the shared vectors'
+  bool own_buffers = false;
 };
 
 int run_comm(const CommOptions &opt) {
@@ -69,11 +71,15 @@ int run_comm(const CommOptions &opt) {
   // left out with its reason (every rank fails zrt_comm_create together).
   std::vector<Column> columns;
   for (const std::string &b : opt.backends) {
+    // "shm+mem": shm on buffers from zrt_comm_mem_alloc, which the node's ranks share.
+    const bool mem = b.size() > 4 && b.compare(b.size() - 4, 4, "+mem") == 0;
+    const std::string backend = mem ? b.substr(0, b.size() - 4) : b;
     zrt_comm_params_t p = {};
     p.field_mask = ZRT_COMM_PARAM_FIELD_BACKEND;
-    p.backend = b.c_str();
+    p.backend = backend.c_str();
     Column c;
     c.name = b;
+    c.own_buffers = mem;
     if (zrt_comm_create(ctx, MPI_COMM_WORLD, &p, &c.comm) != ZRT_SUCCESS) {
       if (rank == 0 && !opt.json)
         fmt::print("backend {}: left out: {}\n", b, zrt_last_error_message());
@@ -81,7 +87,7 @@ int run_comm(const CommOptions &opt) {
     }
     const char *runs = "?";
     zrt_comm_backend(c.comm, &runs);
-    c.runs = runs;
+    c.runs = mem ? std::string(runs) + "+mem" : runs;
     columns.push_back(c);
   }
 
@@ -114,6 +120,19 @@ int run_comm(const CommOptions &opt) {
     for (size_t i = 0; i + 1 < max_bytes; i += 2)
       send[i + 1] = 0x3c;
   std::memset(recv.data(), 0, recv.size());
+  for (Column &c : columns) {
+    if (!c.own_buffers) {
+      c.send = send.data();
+      c.recv = recv.data();
+      continue;
+    }
+    void *ps = nullptr, *pr = nullptr;
+    fail_if(zrt_comm_mem_alloc(c.comm, max_bytes, &ps), "zrt_comm_mem_alloc");
+    fail_if(zrt_comm_mem_alloc(c.comm, max_bytes, &pr), "zrt_comm_mem_alloc");
+    c.send = static_cast<char *>(ps);
+    c.recv = static_cast<char *>(pr);
+    std::memcpy(c.send, send.data(), max_bytes);
+  }
 
   if (rank == 0 && !opt.json) {
     fmt::print(
@@ -161,13 +180,12 @@ int run_comm(const CommOptions &opt) {
           {"gbs", copy_gbs}});
 
     for (const std::string &op : opt.ops) {
-      std::function<void(zrt_comm_h)> ours;
+      std::function<void(zrt_comm_h, char *, char *)> ours;
       std::function<void()> theirs;
       double bus_factor = static_cast<double>(n - 1) / n;
       if (op == "reduce_scatter") {
-        ours = [&](zrt_comm_h comm) {
-          fail_if(zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
-                  "zrt_reduce_scatter");
+        ours = [&](zrt_comm_h comm, char *sb, char *rb) {
+          fail_if(zrt_reduce_scatter(comm, sb, rb, count, dt, ZRT_OP_SUM), "zrt_reduce_scatter");
         };
         theirs = [&] {
           if (even)
@@ -178,9 +196,8 @@ int run_comm(const CommOptions &opt) {
                                MPI_COMM_WORLD);
         };
       } else if (op == "all_gather") {
-        ours = [&](zrt_comm_h comm) {
-          fail_if(zrt_all_gather(comm, send.data() + own_offset * es, recv.data(), count, dt),
-                  "zrt_all_gather");
+        ours = [&](zrt_comm_h comm, char *sb, char *rb) {
+          fail_if(zrt_all_gather(comm, sb + own_offset * es, rb, count, dt), "zrt_all_gather");
         };
         theirs = [&] {
           if (even)
@@ -194,9 +211,8 @@ int run_comm(const CommOptions &opt) {
         // The ZeRO engine's form (each rank's shard already sits in its place in the
         // output): out of place, a rank copies the whole buffer whatever the algorithm, so
         // its bus bandwidth cannot pass (n-1)/n of memcpy's; in place it copies (n-1)/n.
-        ours = [&](zrt_comm_h comm) {
-          fail_if(zrt_all_gather(comm, recv.data() + own_offset * es, recv.data(), count, dt),
-                  "zrt_all_gather");
+        ours = [&](zrt_comm_h comm, char *, char *rb) {
+          fail_if(zrt_all_gather(comm, rb + own_offset * es, rb, count, dt), "zrt_all_gather");
         };
         theirs = [&] {
           if (even)
@@ -208,9 +224,8 @@ int run_comm(const CommOptions &opt) {
         };
       } else if (op == "all_reduce") {
         bus_factor *= 2;
-        ours = [&](zrt_comm_h comm) {
-          fail_if(zrt_all_reduce(comm, send.data(), recv.data(), count, dt, ZRT_OP_SUM),
-                  "zrt_all_reduce");
+        ours = [&](zrt_comm_h comm, char *sb, char *rb) {
+          fail_if(zrt_all_reduce(comm, sb, rb, count, dt, ZRT_OP_SUM), "zrt_all_reduce");
         };
         theirs = [&] {
           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), mpi_type, MPI_SUM,
@@ -254,7 +269,8 @@ int run_comm(const CommOptions &opt) {
       double best = 0;
       std::string shares;
       for (const Column &c : columns) {
-        Timing t = time_collective(MPI_COMM_WORLD, opt.timing, [&] { ours(c.comm); });
+        Timing t =
+            time_collective(MPI_COMM_WORLD, opt.timing, [&] { ours(c.comm, c.send, c.recv); });
         row("zerort", c.name, t, has_baseline ? t_mpi.median / t.median : 0);
         samples[{op, c.name}].push_back({static_cast<double>(bytes), t.median});
         line += fmt::format(" {:>7.3f}", busbw(t));
@@ -294,8 +310,13 @@ int run_comm(const CommOptions &opt) {
   }
 
   if (json_out != nullptr) std::fclose(json_out);
-  for (Column &c : columns)
+  for (Column &c : columns) {
+    if (c.own_buffers) {
+      zrt_comm_mem_free(c.comm, c.recv);
+      zrt_comm_mem_free(c.comm, c.send);
+    }
     zrt_comm_destroy(c.comm);
+  }
   zrt_finalize(ctx);
   return 0;
 }
@@ -316,7 +337,8 @@ void add_comm_bench(CLI::App &app) {
   sub->add_option("--ops", opt->ops, "reduce_scatter, all_gather, all_gather_in_place, all_reduce")
       ->delimiter(',');
   sub->add_option("--backends", opt->backends,
-                  "zerort backends, one column each (mpi, shm, ucx, hier, nccl)")
+                  "zerort backends, one column each (mpi, shm, ucx, hier, nccl; a +mem suffix "
+                  "puts the buffers in zrt_comm_mem_alloc's memory, which shm reads in place)")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--dtype", opt->dtype, "fp32, fp64, bf16, fp16")

@@ -131,6 +131,9 @@ class HierBackend final : public Backend {
   }
 
   const char *name() const override { return "hier"; }
+  // The node's shared buffers: the intra-node reduce-scatter then reads the peers' send
+  // buffers in place.
+  SharedBuffers *shared_buffers() override { return intra_->shared_buffers(); }
 
   void check(const CollArgs &a) const override {
     inter_->check(rail_args(a, a.count));

@@ -9,6 +9,7 @@
 #include "comm/partition.hpp"
 #include "comm/shm/cma.hpp"
 #include "comm/shm/cma_phases.hpp"
+#include "comm/shm/mapped_phases.hpp"
 #include "comm/shm/shm_phase.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
@@ -227,12 +228,15 @@ ShmBackend::ShmBackend(const BackendGroup &group) : group_(group) {
   // Rank 0's settings, so that every rank cuts the same steps and chooses the same path.
   const Config &config = group.context->config();
   const std::string &mode = config.get_string("comm.shm.single_copy");
-  int64_t settings[4] = {config.get_int("comm.shm.slot_bytes"), config.get_int("comm.shm.slots"),
+  int64_t settings[6] = {config.get_int("comm.shm.slot_bytes"),
+                         config.get_int("comm.shm.slots"),
                          mode == "off"   ? 0
                          : mode == "cma" ? 2
                                          : 1,
-                         config.get_int("comm.shm.single_copy_bytes")};
-  check_mpi(MPI_Bcast(settings, 4, MPI_INT64_T, 0, group.comm), "MPI_Bcast(shm settings)");
+                         config.get_int("comm.shm.single_copy_bytes"),
+                         config.get_string("comm.shm.direct") == "off" ? 0 : 1,
+                         config.get_int("comm.shm.direct_bytes")};
+  check_mpi(MPI_Bcast(settings, 6, MPI_INT64_T, 0, group.comm), "MPI_Bcast(shm settings)");
   if (settings[2] != 0) {
     CmaProbe probe = cma_probe(group.comm);  // the same verdict on every rank
     if (probe.works) {
@@ -258,7 +262,13 @@ ShmBackend::ShmBackend(const BackendGroup &group) : group_(group) {
   size_t slot = std::max<size_t>(static_cast<size_t>(settings[0]),
                                  static_cast<size_t>(64 * 16) * static_cast<size_t>(group.size));
   channel_ = std::make_unique<ShmChannel>(group.comm, slot, static_cast<int>(settings[1]));
+  if (settings[4] != 0) {
+    segments_ = std::make_unique<SharedSegments>(group.comm);
+    direct_bytes_ = static_cast<size_t>(settings[5]);
+  }
 }
+
+ShmBackend::~ShmBackend() = default;
 
 bool ShmBackend::single_copy(size_t stream_length, zrt_dtype_t dtype, bool reduce) const {
   // A reduce-scatter makes one copy and one summing pass either way (into a slot by the
@@ -276,18 +286,28 @@ std::unique_ptr<BackendOp> ShmBackend::start_plans(std::optional<ShmReduceScatte
   const CmaPeers peers{channel_.get(), rank(), size(), &pids_, &scratch_};
   if (rs) {
     if (single_copy(rs->stream_length, rs->dtype, true))
-      phases.push_back(make_cma_reduce_scatter(peers, std::move(*rs)));
+      phases.push_back(make_cma_reduce_scatter(peers, *rs));
     else
-      phases.push_back(
-          std::make_unique<ReduceScatterPhase>(channel_.get(), rank(), size(), std::move(*rs)));
+      phases.push_back(std::make_unique<ReduceScatterPhase>(channel_.get(), rank(), size(), *rs));
   }
   if (ag) {
     if (single_copy(ag->stream_length, ag->dtype, false))
-      phases.push_back(make_cma_all_gather(peers, std::move(*ag)));
+      phases.push_back(make_cma_all_gather(peers, *ag));
     else
-      phases.push_back(
-          std::make_unique<AllGatherPhase>(channel_.get(), rank(), size(), std::move(*ag)));
+      phases.push_back(std::make_unique<AllGatherPhase>(channel_.get(), rank(), size(), *ag));
     phases.back()->after_previous = rs.has_value();
+  }
+  // Large operations first find out whether every rank's buffers are shared (the same
+  // verdict on every rank: the stream length is equal everywhere).
+  const size_t stream_bytes = rs   ? rs->stream_length * dtype_size(rs->dtype)
+                              : ag ? ag->stream_length * dtype_size(ag->dtype)
+                                   : 0;
+  if (channel_ && segments_ && stream_bytes * static_cast<size_t>(size()) >= direct_bytes_ &&
+      stream_bytes > 0) {
+    const MappedPeers mapped{channel_.get(), rank(), size(), segments_.get(), &direct_phases_};
+    std::unique_ptr<Phase> rs_phase = rs ? std::move(phases.front()) : nullptr;
+    std::unique_ptr<Phase> ag_phase = ag ? std::move(phases.back()) : nullptr;
+    phases = make_mapped_phases(mapped, rs, std::move(rs_phase), ag, std::move(ag_phase));
   }
   return std::make_unique<ShmOp>(channel_.get(), std::move(phases));
 }
@@ -363,6 +383,12 @@ void ShmBackend::describe(nlohmann::json &out) const {
     } else {
       out["single_copy"] = "off";
       if (!single_copy_why_.empty()) out["single_copy_missing"] = single_copy_why_;
+    }
+    out["direct"] = segments_ ? "auto" : "off";
+    if (segments_) {
+      out["direct_bytes"] = direct_bytes_;
+      out["shared_buffers"] = segments_->segments();
+      out["direct_phases"] = direct_phases_.load(std::memory_order_relaxed);
     }
   }
   out["kernels"] = ordered_sum_isa();

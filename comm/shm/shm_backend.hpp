@@ -16,18 +16,26 @@
 // only addresses and completion: one copy instead of two. Reduce-scatter phases do so only
 // when single copy is forced (cma): there it saves no pass.
 //
+// Shared buffers (comm.shm.direct): buffers from zrt_comm_mem_alloc are mapped by every
+// rank of the node (shared_segments.hpp). An operation of comm.shm.direct_bytes and more
+// first posts where its buffers lie; when every rank's are shared, a reduce-scatter sums
+// straight from the peers' send buffers and an all-gather copies straight from their
+// sources, one pass over the data (mapped_phases.hpp); otherwise the phases above run.
+//
 // The data layout of both phases is a list of pieces, so the hierarchical backend can run
 // them on a node's share of a larger communicator's buffers without copying them first.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "comm/shm/shared_segments.hpp"
 #include "comm/shm/shm_channel.hpp"
 
 namespace zrt {
@@ -71,10 +79,12 @@ class ShmBackend final : public Backend {
   // the ranks are not all on one node (as the context sees nodes, faked ones included), or
   // when comm.shm.single_copy=cma and process_vm_readv does not work between them.
   explicit ShmBackend(const BackendGroup &group);
+  ~ShmBackend() override;
 
   const char *name() const override { return "shm"; }
   std::unique_ptr<BackendOp> start(const CollArgs &args) override;
   void describe(nlohmann::json &out) const override;
+  SharedBuffers *shared_buffers() override { return segments_.get(); }
 
   // The building blocks, for the hierarchical backend: one operation running a
   // reduce-scatter, an all-gather, or both one after the other (the all-gather starts
@@ -98,6 +108,11 @@ class ShmBackend final : public Backend {
   bool single_copy_reduce_ = false;      // reduce-scatter phases too (comm.shm.single_copy=cma)
   std::string single_copy_why_;          // why single copy does not work, if it does not
   std::vector<char> scratch_;            // the single-copy reduce-scatter's
+  // zrt_comm_mem_alloc's buffers (none for a single rank or comm.shm.direct=off), and the
+  // size from which operations look for them (mapped_phases.hpp).
+  std::unique_ptr<SharedSegments> segments_;
+  size_t direct_bytes_ = 0;
+  std::atomic<uint64_t> direct_phases_{0};  // phases that ran direct, for zrt-info and tests
 };
 
 }  // namespace zrt

@@ -1,4 +1,5 @@
-! The Fortran module end to end: init from mpi_f08, an all-reduce, an engine that fits a
+! The Fortran module end to end: init from mpi_f08, an all-reduce (on private and on
+! zrt_comm_mem_alloc'd buffers), an engine that fits a
 ! 4x3 parameter to a target at stage 2, typed views, and the error path with ierr.
 program test_zerort
   use mpi_f08
@@ -12,7 +13,8 @@ program test_zerort
   type(zrt_param) :: w, extra
   type(zrt_step_report) :: report
   type(zrt_memory_report) :: mem
-  real(c_float), pointer :: value(:), grad(:), matrix(:, :)
+  real(c_float), pointer :: value(:), grad(:), matrix(:, :), shared(:)
+  type(c_ptr) :: shared_ptr
   real(c_float) :: x(5), y(5), init(12), final(12), target(12)
   integer :: rank, size, ierr, step, i
 
@@ -25,6 +27,16 @@ program test_zerort
   x = real(rank + 1, c_float)
   call zrt_all_reduce(comm, x, y, 5, ZRT_DTYPE_FP32, ZRT_OP_SUM)
   call check(all(y == real(size * (size + 1) / 2, c_float)), 'all-reduce sum')
+
+  ! 300000 floats: above comm.shm.direct_bytes, so shm sums straight from the peers.
+  call zrt_comm_mem_alloc(comm, int(4 * 300000, c_size_t), shared_ptr)
+  call c_f_pointer(shared_ptr, shared, [300000])
+  shared = real(rank + 1, c_float)
+  call zrt_all_reduce(comm, shared, shared, 300000, ZRT_DTYPE_FP32, ZRT_OP_SUM)
+  call check(all(shared == real(size * (size + 1) / 2, c_float)), 'all-reduce on shared memory')
+  call zrt_comm_mem_free(comm, shared_ptr)
+  call zrt_comm_mem_free(comm, shared_ptr, ierr)
+  call check(ierr == ZRT_ERR_INVALID_ARGUMENT, 'double free reported')
 
   params%field_mask = ior(ZRT_ENGINE_PARAM_FIELD_STAGE, ZRT_ENGINE_PARAM_FIELD_LR)
   params%stage = 2

@@ -127,6 +127,34 @@ ZRT_API zrt_status_t zrt_comm_agree_status(zrt_comm_h comm, zrt_status_t local_s
 ZRT_API zrt_status_t zrt_shard_range(size_t count, int nranks, int rank, size_t *offset_p,
                                      size_t *length_p, size_t *shard_p);
 
+/**
+ * @brief Allocate @p bytes (> 0; may differ across ranks) of host memory for collectives on
+ * @p comm. Where the backend serves the ranks of a node through shared memory (shm, and
+ * hier inside each node), the memory is mapped into every rank of the node, and a
+ * collective of comm.shm.direct_bytes and more whose buffers all come from here reads the
+ * peers' buffers in place: a reduce-scatter sums straight from them (one pass over the
+ * data instead of a copy and a pass). Elsewhere it is private memory, and collectives run
+ * as on any other buffer. Any part of the buffer may be passed to a collective.
+ * The memory is page-aligned and zeroed. It stays valid until zrt_comm_mem_free or the
+ * destruction of @p comm.
+ * Errors: ZRT_ERR_INVALID_ARGUMENT (bytes 0), ZRT_ERR_OUT_OF_MEMORY (more than the node
+ * has); they occur on every rank together.
+ * Collective over @p comm (every rank calls it, in the same order as the other
+ * allocations and frees), blocking; must not run concurrently with other calls on @p comm
+ * from other threads of the same rank.
+ */
+ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **ptr_p);
+
+/**
+ * @brief Free memory from zrt_comm_mem_alloc on @p comm; every rank passes the pointer of
+ * the same allocation. No collective using it may be in flight. A pointer that is not one
+ * (NULL included) fails with ZRT_ERR_INVALID_ARGUMENT, and every other rank fails with it;
+ * ranks freeing different shared allocations fail with ZRT_ERR_MISMATCH; nothing is freed
+ * on any rank.
+ * Collective over @p comm, blocking.
+ */
+ZRT_API zrt_status_t zrt_comm_mem_free(zrt_comm_h comm, void *ptr);
+
 /** @brief Bytes per element of @p dtype. Local, thread-safe. */
 ZRT_API zrt_status_t zrt_dtype_size(zrt_dtype_t dtype, size_t *size_p);
 
