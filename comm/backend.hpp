@@ -23,10 +23,9 @@ class Context;
 class SharedBuffers {
  public:
   virtual ~SharedBuffers() = default;
-  // Both collective over the backend's group; they fail on every rank together.
-  // bad_argument: a caller's argument error found on this rank ("ptr_p is NULL"), which
-  // must fail the call on every rank rather than leave the others waiting.
-  virtual void *allocate(size_t bytes, const std::string &bad_argument) = 0;
+  // Both collective over the backend's group; they fail on every rank together. The
+  // communicator has checked the arguments on every rank (zrt_comm_mem_alloc/free).
+  virtual void *allocate(size_t bytes) = 0;
   virtual void free(void *pointer) = 0;
   // Local: the number of the allocation that allocate returned as pointer, counted from 0
   // in allocation order (the same on every rank), or kNone.

@@ -158,22 +158,46 @@ Communicator::~Communicator() {
   const bool keep = !failure_.empty();
   if (keep) backends_->abandoned();
   backends_.reset();  // before the MPI communicators they use
-  for (void *p : private_memory_)
-    std::free(p);
+  // An abandoned MPI collective may still write into these: then they are left alone.
   if (keep) return;
+  for (auto &[p, number] : private_memory_)
+    std::free(p);
   if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
   if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+void Communicator::memory_gate(const std::function<void()> &checks) {
+  // While waiting, step this communicator's collectives: a peer may need one of ours to
+  // progress before it can get here.
+  run_agreed(
+      memory_comm_,
+      [&] {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!failure_.empty())
+            fail(ZRT_ERR_TIMEOUT, "this communicator failed earlier: {}", failure_);
+        }
+        checks();
+      },
+      [this] { progress(); });
+}
+
 void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
+  memory_gate([&] {
+    if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
+    if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
+    if (bytes > SIZE_MAX / 2) fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes cannot be allocated", bytes);
+  });
+  // Numbered per call on every rank, failed or not, so that frees can be compared.
+  const uint64_t number = next_allocation_++;
   if (SharedBuffers *shared = backends_->shared_buffers()) {
     // The backend's group may be this node only (hier): the verdict must reach every rank.
     void *p = nullptr;
     bool mine = false;
     try {
       run_agreed(memory_comm_, [&] {
-        p = shared->allocate(bytes, bad_argument);
+        p = shared->allocate(bytes);
         mine = true;
       });
     } catch (...) {
@@ -188,10 +212,6 @@ void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
   void *p = nullptr;
   try {
     run_agreed(memory_comm_, [&] {
-      if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
-      if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
-      if (bytes > SIZE_MAX - kPage)
-        fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes cannot be allocated", bytes);
       p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
       if (p == nullptr)
         fail(ZRT_ERR_OUT_OF_MEMORY, "out of host memory allocating {} bytes", bytes);
@@ -202,42 +222,37 @@ void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
   }
   std::memset(p, 0, bytes);
   std::lock_guard<std::mutex> lock(memory_mutex_);
-  private_memory_.insert(p);
+  private_memory_[p] = number;
   return p;
 }
 
 void Communicator::mem_free(void *pointer) {
-  if (SharedBuffers *shared = backends_->shared_buffers()) {
-    // The same allocation on every rank, or nothing is freed anywhere. Allocations are
-    // numbered in the same order on every rank (on every node, for hier), so comparing
-    // numbers is comparing allocations.
-    const uint64_t number = shared->number_of(pointer);
-    uint64_t range[2] = {number, ~number};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, memory_comm_),
-              "MPI_Allreduce(zrt_comm_mem_free)");
+  SharedBuffers *shared = backends_->shared_buffers();
+  uint64_t number = SharedBuffers::kNone;
+  memory_gate([&] {
+    if (shared != nullptr) {
+      number = shared->number_of(pointer);
+    } else {
+      std::lock_guard<std::mutex> lock(memory_mutex_);
+      auto it = private_memory_.find(pointer);
+      if (it != private_memory_.end()) number = it->second;
+    }
     if (number == SharedBuffers::kNone)
       fail(ZRT_ERR_INVALID_ARGUMENT,
            "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
            "freed already); nothing freed",
            pointer);
-    if (range[0] == SharedBuffers::kNone)
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "another rank passed a pointer that zrt_comm_mem_alloc did not return; nothing freed");
-    if (range[0] != ~range[1])
-      fail(ZRT_ERR_MISMATCH,
-           "the ranks passed different buffers; every rank must free the buffer of the same "
-           "zrt_comm_mem_alloc call together; nothing freed");
-    shared->free(pointer);
-    return;
-  }
-  run_agreed(memory_comm_, [&] {
-    std::lock_guard<std::mutex> lock(memory_mutex_);
-    if (private_memory_.count(pointer) == 0)
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
-           "freed already); nothing freed",
-           pointer);
   });
+  // The same allocation on every rank, or nothing is freed anywhere. Allocations are
+  // numbered in the same order on every rank (on every node, for hier).
+  uint64_t range[2] = {number, ~number};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, memory_comm_),
+            "MPI_Allreduce(zrt_comm_mem_free)");
+  if (range[0] != ~range[1])
+    fail(ZRT_ERR_MISMATCH,
+         "the ranks passed different buffers; every rank must free the buffer of the same "
+         "zrt_comm_mem_alloc call together; nothing freed");
+  if (shared != nullptr) return shared->free(pointer);
   std::lock_guard<std::mutex> lock(memory_mutex_);
   private_memory_.erase(pointer);
   std::free(pointer);

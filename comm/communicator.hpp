@@ -6,9 +6,10 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,8 @@ class Communicator {
   // zrt_comm_mem_alloc / zrt_comm_mem_free: memory the backend reads in place (shared
   // with the node's ranks) where it can, else page-aligned private memory. Collective;
   // they fail on every rank together.
-  // bad_argument: see SharedBuffers::allocate.
+  // bad_argument: the caller's argument error found on this rank ("ptr_p is NULL"), which
+  // fails the call on every rank rather than leave the others waiting.
   void *mem_alloc(size_t bytes, const std::string &bad_argument);
   void mem_free(void *pointer);
 
@@ -99,8 +101,12 @@ class Communicator {
   // Set once the watchdog failed this communicator: every later post fails with it.
   std::string failure_;
   std::atomic<int> live_requests_{0};
+  // Every rank arrives, with the communicator not failed, and passes checks, or all fail.
+  void memory_gate(const std::function<void()> &checks);
   std::mutex memory_mutex_;
-  std::set<void *> private_memory_;  // mem_alloc's, where the backend has no shared memory
+  // mem_alloc's, by number, where the backend has no shared memory.
+  std::map<void *, uint64_t> private_memory_;
+  uint64_t next_allocation_ = 0;
 };
 
 HandleTable<Communicator> &comm_table();

@@ -22,6 +22,7 @@ constexpr size_t kConsumeBudgetBytes = size_t{16} << 20;
 
 // What the header found, shared by the operation's phases.
 struct Choice {
+  bool known = false;                 // the header step is consumed
   bool rs = false, ag = false;        // direct
   std::vector<const char *> rs_send;  // per rank, its send buffer as mapped here
   std::vector<const char *> ag_src;   // per rank, its source as mapped here
@@ -52,8 +53,13 @@ struct Posted {
 
 class HeaderPhase final : public Phase {
  public:
-  HeaderPhase(const MappedPeers &peers, Posted rs, Posted ag, std::shared_ptr<Choice> choice)
-      : p_(peers), rs_(std::move(rs)), ag_(std::move(ag)), choice_(std::move(choice)) {}
+  HeaderPhase(const MappedPeers &peers, Posted rs, Posted ag, std::shared_ptr<Choice> choice,
+              Phase *barrier)
+      : p_(peers),
+        rs_(std::move(rs)),
+        ag_(std::move(ag)),
+        choice_(std::move(choice)),
+        barrier_(barrier) {}
 
   uint64_t steps() const override { return 1; }
 
@@ -71,16 +77,27 @@ class HeaderPhase final : public Phase {
       post[3] = at.offset;
     }
     std::memcpy(p_.channel->slot(p_.rank, s), post, sizeof post);
+    std::memcpy(mine_.data(), post, sizeof post);
   }
 
   bool consume(uint64_t, uint64_t s) override {
     const int n = p_.size;
     std::vector<std::array<uint64_t, 4>> posts(static_cast<size_t>(n));
+    // The own post from memory: the channel only keeps this rank from overwriting a slot
+    // its peers have yet to read, and the phases after this one may already have produced
+    // into this rank's slot of this step.
     for (int r = 0; r < n; ++r)
-      std::memcpy(posts[static_cast<size_t>(r)].data(), p_.channel->slot(r, s),
-                  4 * sizeof(uint64_t));
+      if (r == p_.rank)
+        posts[static_cast<size_t>(r)] = mine_;
+      else
+        std::memcpy(posts[static_cast<size_t>(r)].data(), p_.channel->slot(r, s),
+                    4 * sizeof(uint64_t));
     if (rs_.used) choice_->rs = resolve(posts, 0, rs_, choice_->rs_send);
     if (ag_.used) choice_->ag = resolve(posts, 2, ag_, choice_->ag_src);
+    choice_->known = true;
+    // Nobody reads anybody's buffers: the staged phases need no closing barrier, and
+    // without the wait a rank may go on to its next collective at once.
+    barrier_->after_previous = choice_->rs || choice_->ag;
     if (p_.direct_phases != nullptr)
       p_.direct_phases->fetch_add((choice_->rs ? 1 : 0) + (choice_->ag ? 1 : 0),
                                   std::memory_order_relaxed);
@@ -97,8 +114,7 @@ class HeaderPhase final : public Phase {
     for (int r = 0; r < p_.size; ++r) {
       const auto &post = posts[static_cast<size_t>(r)];
       SharedSegments::Location at{post[field], post[field + 1]};
-      out[static_cast<size_t>(r)] =
-          p_.segments->peer(at, r, posted.extent[static_cast<size_t>(r)]);
+      out[static_cast<size_t>(r)] = p_.segments->peer(at, r, posted.extent[static_cast<size_t>(r)]);
       if (out[static_cast<size_t>(r)] == nullptr) {
         // Allocation is collective, so this means a buffer freed while in use (or a bug).
         if (failure->empty())
@@ -115,23 +131,30 @@ class HeaderPhase final : public Phase {
   MappedPeers p_;
   Posted rs_, ag_;
   std::shared_ptr<Choice> choice_;
+  Phase *barrier_;  // owned by the same operation
+  std::array<uint64_t, 4> mine_{};
 };
 
 // A phase that runs direct when the header chose so, else the phase it wraps. The direct
 // work is a list of chunks spread over the wrapped phase's steps.
+//
+// Producing does not wait for the header: until the choice is known the wrapped phase
+// produces (it writes only this rank's own slot, and its output where it is this rank's
+// own), so the staged path keeps its pipelining, and a direct choice merely leaves those
+// first slots unread. Consuming always comes after the header's.
 class SwitchPhase : public Phase {
  public:
   SwitchPhase(std::unique_ptr<Phase> fallback, std::shared_ptr<Choice> choice)
       : fallback_(std::move(fallback)), choice_(std::move(choice)) {
     lockstep = fallback_->lockstep;
-    after_previous = true;  // the header must have chosen
+    after_previous = fallback_->after_previous;
   }
 
   uint64_t steps() const override { return fallback_->steps(); }
 
   void produce(uint64_t j, uint64_t s) override {
     fallback_->failure = failure;
-    if (!direct()) fallback_->produce(j, s);
+    if (!choice_->known || !direct()) fallback_->produce(j, s);
   }
 
   bool consume(uint64_t j, uint64_t s) override {
@@ -226,7 +249,8 @@ class AllGatherSwitch final : public SwitchPhase {
     if (r == p_.rank && !plan_.copy_own) return 0;
     const char *src = r == p_.rank ? static_cast<const char *>(plan_.src)
                                    : choice_->ag_src[static_cast<size_t>(r)];
-    const size_t begin = k % per_source_ * chunk_, end = std::min(begin + chunk_, plan_.stream_length);
+    const size_t begin = k % per_source_ * chunk_,
+                 end = std::min(begin + chunk_, plan_.stream_length);
     char *recv = static_cast<char *>(plan_.recv);
     size_t moved = 0;
     for_pieces(
@@ -245,6 +269,7 @@ class AllGatherSwitch final : public SwitchPhase {
   size_t esize_, chunk_, per_source_ = 0;
 };
 
+// Waits for the previous phases until the header finds that nothing went direct.
 class BarrierPhase final : public Phase {
  public:
   BarrierPhase() { after_previous = true; }
@@ -273,14 +298,15 @@ std::vector<std::unique_ptr<Phase>> make_mapped_phases(
     for (int r = 0; r < peers.size; ++r)
       ag_posted.extent.push_back(src_extent(*ag, r));
   }
-  phases.push_back(std::make_unique<HeaderPhase>(peers, std::move(rs_posted),
-                                                 std::move(ag_posted), choice));
+  auto barrier = std::make_unique<BarrierPhase>();
+  phases.push_back(std::make_unique<HeaderPhase>(peers, std::move(rs_posted), std::move(ag_posted),
+                                                 choice, barrier.get()));
   if (rs)
     phases.push_back(
         std::make_unique<ReduceScatterSwitch>(peers, *rs, std::move(rs_fallback), choice));
   if (ag)
     phases.push_back(std::make_unique<AllGatherSwitch>(peers, *ag, std::move(ag_fallback), choice));
-  phases.push_back(std::make_unique<BarrierPhase>());
+  phases.push_back(std::move(barrier));
   return phases;
 }
 

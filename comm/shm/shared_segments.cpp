@@ -27,6 +27,7 @@ SharedSegments::SharedSegments(MPI_Comm comm) {
 }
 
 SharedSegments::~SharedSegments() {
+  if (abandoned_) return;
   // Every rank holds the same segments (allocation and free are collective), so the frees
   // match up.
   for (auto &[number, segment] : segments_)
@@ -38,7 +39,7 @@ void SharedSegments::release(Segment &segment) {
   if (segment.win != MPI_WIN_NULL) MPI_Win_free(&segment.win);
 }
 
-void *SharedSegments::allocate(size_t bytes, const std::string &bad_argument) {
+void *SharedSegments::allocate(size_t bytes) {
   // Numbered per call, failed or not: hier allocates on each node apart, and one node's
   // failure must not shift the numbers the nodes compare when freeing.
   uint64_t number = 0;
@@ -46,17 +47,22 @@ void *SharedSegments::allocate(size_t bytes, const std::string &bad_argument) {
     std::lock_guard<std::mutex> lock(mutex_);
     number = next_++;
   }
+  // The windows are files in shared memory that every rank then touches in full: what the
+  // node's ranks ask for together beyond the node's memory would end in the OOM killer or
+  // SIGBUS, not in an error.
+  uint64_t total = bytes;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, comm_),
+            "MPI_Allreduce(shared memory size)");
   run_agreed(comm_, [&] {
-    if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
     if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
-    // The window is a file in shared memory that this rank then touches in full: a request
-    // beyond the node's memory would end in the OOM killer or SIGBUS, not in an error.
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const size_t physical = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page)
-                                                  : SIZE_MAX;
-    if (bytes > physical - std::min(physical, kPage))
-      fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes of shared memory asked for; this node has {} bytes",
-           bytes, physical);
+    const uint64_t physical = pages > 0 && page > 0
+                                  ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                  : UINT64_MAX;
+    if (bytes > SIZE_MAX / 2 || total > physical)
+      fail(ZRT_ERR_OUT_OF_MEMORY,
+           "{} bytes of shared memory asked for on this node ({} by this rank); it has {} bytes",
+           total, bytes, physical);
   });
   Segment segment;
   char *mine = nullptr;
@@ -69,20 +75,32 @@ void *SharedSegments::allocate(size_t bytes, const std::string &bad_argument) {
   const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kPage), 1, info, comm_,
                                          &mine, &segment.win);
   MPI_Info_free(&info);
-  run_agreed(comm_, [&] {
-    check_mpi(rc, "MPI_Win_allocate_shared");
-    segment.base.resize(static_cast<size_t>(size_));
-    segment.bytes.resize(static_cast<size_t>(size_));
-    for (int r = 0; r < size_; ++r) {
-      MPI_Aint size = 0;
-      int disp = 0;
-      char *base = nullptr;
-      check_mpi(MPI_Win_shared_query(segment.win, r, &size, &disp, &base), "MPI_Win_shared_query");
-      segment.base[static_cast<size_t>(r)] = page_align(base);
-      segment.bytes[static_cast<size_t>(r)] = static_cast<size_t>(size) - kPage;
-    }
-    std::memset(segment.base[static_cast<size_t>(rank_)], 0, bytes);
-  });
+  int created = rc == MPI_SUCCESS ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &created, 1, MPI_INT, MPI_MIN, comm_),
+            "MPI_Allreduce(shared window created)");
+  try {
+    run_agreed(comm_, [&] {
+      check_mpi(rc, "MPI_Win_allocate_shared");
+      if (created == 0) fail(ZRT_ERR_MPI, "MPI_Win_allocate_shared failed on another rank");
+      segment.base.resize(static_cast<size_t>(size_));
+      segment.bytes.resize(static_cast<size_t>(size_));
+      for (int r = 0; r < size_; ++r) {
+        MPI_Aint size = 0;
+        int disp = 0;
+        char *base = nullptr;
+        check_mpi(MPI_Win_shared_query(segment.win, r, &size, &disp, &base),
+                  "MPI_Win_shared_query");
+        segment.base[static_cast<size_t>(r)] = page_align(base);
+        segment.bytes[static_cast<size_t>(r)] = static_cast<size_t>(size) - kPage;
+      }
+      std::memset(segment.base[static_cast<size_t>(rank_)], 0, bytes);
+    });
+  } catch (...) {
+    // Freed together where every rank has the window; where one rank has none, MPI_Win_free
+    // would wait for it forever, so the others' windows are left.
+    if (created != 0) release(segment);
+    throw;
+  }
   char *part = segment.base[static_cast<size_t>(rank_)];
   std::lock_guard<std::mutex> lock(mutex_);
   segments_.emplace(number, std::move(segment));

@@ -33,7 +33,7 @@ class SharedSegments final : public SharedBuffers {
   // Collective: every rank asks for its own number of bytes (> 0, they may differ) and
   // gets its part, page-aligned and zeroed. Fails on every rank together when one rank's
   // request is bad or the window cannot be made.
-  void *allocate(size_t bytes, const std::string &bad_argument) override;
+  void *allocate(size_t bytes) override;
   // Collective: every rank passes the pointer allocate() returned to it in the same call.
   // A pointer this communicator did not allocate, or ranks freeing different allocations,
   // fail on every rank together and free nothing.
@@ -51,12 +51,15 @@ class SharedSegments final : public SharedBuffers {
   const char *peer(Location where, int r, size_t bytes) const;
 
   size_t segments() const;
+  // A collective was abandoned (Backend::abandoned): a peer may never free its part, and
+  // MPI may still write into a buffer, so the destructor leaves the windows mapped.
+  void abandon() { abandoned_ = true; }
 
  private:
   struct Segment {
     MPI_Win win = MPI_WIN_NULL;
-    std::vector<char *> base;    // per rank, mapped here
-    std::vector<size_t> bytes;   // per rank
+    std::vector<char *> base;   // per rank, mapped here
+    std::vector<size_t> bytes;  // per rank
   };
   void release(Segment &segment);
 
@@ -64,6 +67,7 @@ class SharedSegments final : public SharedBuffers {
   int rank_ = 0, size_ = 1;
   mutable std::mutex mutex_;
   std::map<uint64_t, Segment> segments_;  // by number
+  bool abandoned_ = false;
   uint64_t next_ = 0;  // the next allocate call's number, equal on every rank
 };
 

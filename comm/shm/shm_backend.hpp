@@ -85,6 +85,9 @@ class ShmBackend final : public Backend {
   std::unique_ptr<BackendOp> start(const CollArgs &args) override;
   void describe(nlohmann::json &out) const override;
   SharedBuffers *shared_buffers() override { return segments_.get(); }
+  void abandoned() override {
+    if (segments_) segments_->abandon();
+  }
 
   // The building blocks, for the hierarchical backend: one operation running a
   // reduce-scatter, an all-gather, or both one after the other (the all-gather starts

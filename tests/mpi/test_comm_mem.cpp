@@ -45,8 +45,7 @@ int64_t direct_phases() {
 // every phase of a large collective on shared buffers goes direct. (hier goes direct in
 // the reduce-scatter inside each node only.)
 bool shm_with_direct_path() {
-  return all_ranks(describe()["comm"]["world"]["backend"]["host"] == "shm" &&
-                   direct_phases() >= 0);
+  return all_ranks(describe()["comm"]["world"]["backend"]["host"] == "shm" && direct_phases() >= 0);
 }
 
 // Distinct, finite values per rank and element, as bytes of the dtype.
@@ -74,11 +73,16 @@ std::vector<unsigned char> values(size_t count, zrt_dtype_t dtype, int seed) {
 enum class Op { ReduceScatter, AllGather, AllGatherInPlace, AllReduce, AllReduceInPlace };
 const char *op_name(Op op) {
   switch (op) {
-    case Op::ReduceScatter: return "reduce_scatter";
-    case Op::AllGather: return "all_gather";
-    case Op::AllGatherInPlace: return "all_gather_in_place";
-    case Op::AllReduce: return "all_reduce";
-    case Op::AllReduceInPlace: return "all_reduce_in_place";
+    case Op::ReduceScatter:
+      return "reduce_scatter";
+    case Op::AllGather:
+      return "all_gather";
+    case Op::AllGatherInPlace:
+      return "all_gather_in_place";
+    case Op::AllReduce:
+      return "all_reduce";
+    case Op::AllReduceInPlace:
+      return "all_reduce_in_place";
   }
   return "?";
 }
@@ -164,8 +168,8 @@ TEST(CommMem, CollectivesOnSharedBuffersGiveTheBitsOfPrivateOnes) {
               run(op, count, dtype, static_cast<unsigned char *>(shared_send) + at,
                   static_cast<unsigned char *>(shared_recv) + at);
           const int64_t after = direct_phases();
-          SCOPED_TRACE(::testing::Message() << op_name(op) << " of " << count << " x dtype "
-                                            << dtype << " at +" << at);
+          SCOPED_TRACE(::testing::Message()
+                       << op_name(op) << " of " << count << " x dtype " << dtype << " at +" << at);
           ASSERT_EQ(got.size(), want.size());
           EXPECT_TRUE(got == want) << "shared buffers gave other bits than private ones";
           EXPECT_EQ(between, before) << "private buffers went direct";
@@ -215,15 +219,13 @@ TEST(CommMem, BadAllocationsFailOnEveryRank) {
   EXPECT_EQ(zrt_comm_mem_alloc(world(), 0, &p), ZRT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("bytes is 0"), std::string::npos) << last_error();
   EXPECT_EQ(p, reinterpret_cast<void *>(0x1)) << "output written on failure";
-  EXPECT_EQ(zrt_comm_mem_alloc(world(), SIZE_MAX / 2, &p), ZRT_ERR_OUT_OF_MEMORY)
-      << last_error();
+  EXPECT_EQ(zrt_comm_mem_alloc(world(), SIZE_MAX / 2, &p), ZRT_ERR_OUT_OF_MEMORY) << last_error();
   // One rank's bad argument: the others must fail too, not wait for it.
   const bool bad = rank() == size() - 1;
   zrt_status_t st = zrt_comm_mem_alloc(world(), 4096, bad ? nullptr : &p);
   EXPECT_EQ(st, ZRT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("ptr_p is NULL"), std::string::npos) << last_error();
   EXPECT_EQ(zrt_comm_mem_alloc(nullptr, 4096, &p), ZRT_ERR_INVALID_HANDLE);
-  EXPECT_TRUE(all_ranks(true));
 }
 
 TEST(CommMem, BadFreesFailOnEveryRankAndFreeNothing) {
@@ -238,9 +240,9 @@ TEST(CommMem, BadFreesFailOnEveryRankAndFreeNothing) {
       << last_error();
   EXPECT_EQ(zrt_comm_mem_free(world(), nullptr), ZRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(zrt_comm_mem_free(world(), static_cast<char *>(a) + 8), ZRT_ERR_INVALID_ARGUMENT);
-  // Shared buffers are freed together: the last rank freeing b while the others free a
-  // fails everywhere. (Private memory, without shared buffers, is freed rank by rank.)
-  if (all_ranks(direct_phases() >= 0)) {
+  // Buffers are freed together: the last rank freeing b while the others free a fails
+  // everywhere, shared or private.
+  if (size() > 1) {
     EXPECT_EQ(zrt_comm_mem_free(world(), rank() == size() - 1 ? b : a), ZRT_ERR_MISMATCH);
     EXPECT_NE(last_error().find("different buffers"), std::string::npos) << last_error();
   }
@@ -278,4 +280,122 @@ TEST(CommMem, BuffersGoWithTheirCommunicator) {
     EXPECT_EQ(zrt_comm_mem_free(c, send), ZRT_SUCCESS) << last_error();
     EXPECT_EQ(zrt_comm_destroy(c), ZRT_SUCCESS) << last_error();  // recv goes with it
   }
+}
+
+// A rank overwrites its send buffer as soon as its reduce-scatter returns (as a backward
+// pass refills a gradient bucket): no peer may still be reading it then. Rank 0 goes on at
+// once while the others dawdle, so that it rewrites early; without the closing barrier of
+// the direct path this fails within a few rounds at np 4.
+TEST(CommMem, SendBuffersMayBeReusedAsSoonAsTheCollectiveReturns) {
+  const int n = size(), me = rank();
+  const size_t count = size_t{1} << 21;
+  size_t offset = 0, length = 0, shard = 0;
+  zrt_shard_range(count, n, me, &offset, &length, &shard);
+  void *sp = nullptr, *out = nullptr;
+  ASSERT_EQ(zrt_comm_mem_alloc(world(), count * 4, &sp), ZRT_SUCCESS) << last_error();
+  ASSERT_EQ(zrt_comm_mem_alloc(world(), shard * 4, &out), ZRT_SUCCESS) << last_error();
+  float *send = static_cast<float *>(sp);
+  const float *o = static_cast<const float *>(out);
+  size_t wrong = 0;
+  for (int round = 0; round < 100; ++round) {
+    // Written high to low, so the part a peer reads last is overwritten first.
+    for (size_t i = count; i-- > 0;)
+      send[i] = static_cast<float>(round * (me + 1));
+    ASSERT_EQ(zrt_reduce_scatter(world(), send, out, count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+              ZRT_SUCCESS)
+        << last_error();
+    for (size_t i = 0; i < length; ++i)
+      wrong += o[i] != static_cast<float>(round * n * (n + 1) / 2);
+    if (me != 0) {
+      volatile double x = 0;
+      for (int k = 0; k < 200000; ++k)
+        x = x + k;
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(zrt_comm_mem_free(world(), out), ZRT_SUCCESS) << last_error();
+  EXPECT_EQ(zrt_comm_mem_free(world(), sp), ZRT_SUCCESS) << last_error();
+}
+
+// Broadcast, and an all-reduce whose send buffer is shared but whose output is private (the
+// reduce-scatter goes direct, the all-gather falls back).
+TEST(CommMem, BroadcastAndHalfSharedAllReduce) {
+  const int n = size(), me = rank();
+  const size_t count = 500009;
+  void *shared = nullptr;
+  ASSERT_EQ(zrt_comm_mem_alloc(world(), count * 4, &shared), ZRT_SUCCESS) << last_error();
+  float *s = static_cast<float *>(shared);
+  for (int root = 0; root < n; ++root) {
+    for (size_t i = 0; i < count; ++i)
+      s[i] = me == root ? static_cast<float>(i % 1000 + static_cast<size_t>(root)) : -1.0f;
+    ASSERT_EQ(zrt_broadcast(world(), s, count, ZRT_DTYPE_FP32, root), ZRT_SUCCESS) << last_error();
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i)
+      wrong += s[i] != static_cast<float>(i % 1000 + static_cast<size_t>(root));
+    EXPECT_EQ(wrong, 0u) << "root " << root;
+  }
+  for (size_t i = 0; i < count; ++i)
+    s[i] = static_cast<float>(i % 100 + static_cast<size_t>(me));
+  std::vector<float> out(count, -1.0f);
+  const int64_t before = direct_phases();
+  ASSERT_EQ(zrt_all_reduce(world(), s, out.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+      << last_error();
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i)
+    wrong += out[i] != static_cast<float>(static_cast<size_t>(n) * (i % 100) +
+                                          static_cast<size_t>(n * (n - 1) / 2));
+  EXPECT_EQ(wrong, 0u);
+  if (shm_with_direct_path()) {
+    EXPECT_EQ(direct_phases() - before, 1) << "the reduce-scatter half goes direct";
+  }
+  EXPECT_EQ(zrt_comm_mem_free(world(), shared), ZRT_SUCCESS) << last_error();
+}
+
+// hier (faked nodes of several ranks): the reduce-scatter inside each node goes direct.
+TEST(CommMem, HierReadsItsNodesSharedBuffersInPlace) {
+  if (!all_ranks(describe()["comm"]["world"]["backend"]["host"] == "hier" && direct_phases() >= 0))
+    GTEST_SKIP() << "the world communicator is not hier with nodes of several ranks";
+  const size_t count = 1 << 20;
+  void *send = nullptr, *recv = nullptr;
+  ASSERT_EQ(zrt_comm_mem_alloc(world(), count * 4, &send), ZRT_SUCCESS) << last_error();
+  ASSERT_EQ(zrt_comm_mem_alloc(world(), count * 4, &recv), ZRT_SUCCESS) << last_error();
+  float *s = static_cast<float *>(send), *r = static_cast<float *>(recv);
+  for (size_t i = 0; i < count; ++i)
+    s[i] = static_cast<float>(i % 50 + static_cast<size_t>(rank()));
+  const int64_t before = direct_phases();
+  ASSERT_EQ(zrt_all_reduce(world(), send, recv, count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+      << last_error();
+  EXPECT_GE(direct_phases() - before, 1);
+  const int n = size();
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i)
+    wrong += r[i] != static_cast<float>(static_cast<size_t>(n) * (i % 50) +
+                                        static_cast<size_t>(n * (n - 1) / 2));
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(zrt_comm_mem_free(world(), recv), ZRT_SUCCESS) << last_error();
+  EXPECT_EQ(zrt_comm_mem_free(world(), send), ZRT_SUCCESS) << last_error();
+}
+
+// A collective in flight on one rank while another already allocates: the allocation
+// keeps it moving instead of waiting forever.
+TEST(CommMem, AllocationWhileACollectiveIsInFlight) {
+  const size_t count = 300001;
+  std::vector<float> send(count, 1.0f), recv(count);
+  zrt_request_h request = nullptr;
+  ASSERT_EQ(zrt_all_reduce_post(world(), send.data(), recv.data(), count, ZRT_DTYPE_FP32,
+                                ZRT_OP_SUM, &request),
+            ZRT_SUCCESS)
+      << last_error();
+  // Rank 0 allocates before it waits; the others wait first.
+  void *p = nullptr;
+  if (rank() == 0) {
+    EXPECT_EQ(zrt_comm_mem_alloc(world(), 4096, &p), ZRT_SUCCESS) << last_error();
+  }
+  ASSERT_EQ(zrt_request_wait(request), ZRT_SUCCESS) << last_error();
+  zrt_request_free(request);
+  if (rank() != 0) {
+    EXPECT_EQ(zrt_comm_mem_alloc(world(), 4096, &p), ZRT_SUCCESS) << last_error();
+  }
+  EXPECT_EQ(recv[count - 1], static_cast<float>(size()));
+  EXPECT_EQ(zrt_comm_mem_free(world(), p), ZRT_SUCCESS) << last_error();
 }

@@ -140,8 +140,9 @@ ZRT_API zrt_status_t zrt_shard_range(size_t count, int nranks, int rank, size_t 
  * Errors: ZRT_ERR_INVALID_ARGUMENT (bytes 0), ZRT_ERR_OUT_OF_MEMORY (more than the node
  * has); they occur on every rank together.
  * Collective over @p comm (every rank calls it, in the same order as the other
- * allocations and frees), blocking; must not run concurrently with other calls on @p comm
- * from other threads of the same rank.
+ * allocations and frees), blocking; collectives in flight on @p comm keep progressing
+ * while it waits for the other ranks. Not to be called concurrently with other
+ * allocations or frees on @p comm.
  */
 ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **ptr_p);
 
