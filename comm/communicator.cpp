@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "comm/dtype.hpp"
 #include "comm/graveyard.hpp"
 #include "comm/partition.hpp"
@@ -187,7 +189,14 @@ void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
   memory_gate([&] {
     if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
     if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
-    if (bytes > SIZE_MAX / 2) fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes cannot be allocated", bytes);
+    // More than the node has cannot succeed (and only fails later, in the OOM killer, where
+    // memory is overcommitted).
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const uint64_t physical = pages > 0 && page > 0
+                                  ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                  : UINT64_MAX / 2;
+    if (bytes > physical)
+      fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes asked for; this node has {} bytes", bytes, physical);
   });
   // Numbered per call on every rank, failed or not, so that frees can be compared.
   const uint64_t number = next_allocation_++;
