@@ -1,6 +1,7 @@
-// Allocated address -> block, for frees by pointer. Open addressing with linear probing
-// and backward-shift deletion: no tombstones, no allocation per entry, and a lookup is
-// one or two cache lines, where std::unordered_map would allocate a node per insert.
+// Allocated address -> block (or what a caller keeps per block), for frees by pointer.
+// Open addressing with linear probing and backward-shift deletion: no tombstones, no
+// allocation per entry, and a lookup is one or two cache lines, where std::unordered_map
+// would allocate a node per insert.
 #pragma once
 
 #include <cstddef>
@@ -11,15 +12,18 @@
 
 namespace zrt {
 
-class AddressMap {
+// Value is what a key maps to; a value-initialised Value is what find returns for a key
+// that is not there.
+template <class Value>
+class BasicAddressMap {
  public:
-  AddressMap() { rehash(64); }
+  BasicAddressMap() { rehash(64); }
 
-  Block *find(uintptr_t key) const {
+  Value find(uintptr_t key) const {
     for (size_t i = index(key);; i = (i + 1) & mask_) {
       const Entry &e = table_[i];
-      if (e.key == key) return e.block;
-      if (e.key == 0) return nullptr;
+      if (e.key == key) return e.value;
+      if (e.key == 0) return Value{};
     }
   }
 
@@ -28,12 +32,12 @@ class AddressMap {
     if ((count_ + 1) * 2 > table_.size()) rehash(table_.size() * 2);
   }
 
-  void insert(uintptr_t key, Block *block) {
+  void insert(uintptr_t key, Value value) {
     prepare_insert();
     size_t i = index(key);
     while (table_[i].key != 0)
       i = (i + 1) & mask_;
-    table_[i] = {key, block};
+    table_[i] = {key, value};
     ++count_;
   }
 
@@ -63,13 +67,13 @@ class AddressMap {
   template <class F>
   void for_each(F &&f) const {
     for (const Entry &e : table_)
-      if (e.key != 0) f(e.block);
+      if (e.key != 0) f(e.value);
   }
 
  private:
   struct Entry {
     uintptr_t key = 0;  // addresses are never 0
-    Block *block = nullptr;
+    Value value{};
   };
 
   size_t index(uintptr_t key) const {
@@ -84,7 +88,7 @@ class AddressMap {
     shift_ = 64u - static_cast<unsigned>(__builtin_ctzll(capacity));
     count_ = 0;
     for (const Entry &e : old)
-      if (e.key != 0) insert(e.key, e.block);
+      if (e.key != 0) insert(e.key, e.value);
   }
 
   std::vector<Entry> table_;
@@ -92,5 +96,7 @@ class AddressMap {
   unsigned shift_ = 0;
   size_t count_ = 0;
 };
+
+using AddressMap = BasicAddressMap<Block *>;
 
 }  // namespace zrt

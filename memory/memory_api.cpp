@@ -58,6 +58,27 @@ zrt_memory_space_t space_to_c(MemorySpace space) {
   return static_cast<zrt_memory_space_t>(static_cast<int>(space));
 }
 
+// The checked paths of zrt_pool_alloc and zrt_pool_free: everything the thread cache
+// does not serve, errors included.
+[[gnu::noinline, gnu::cold]] zrt_status_t pool_alloc_checked(zrt_pool_h pool, size_t bytes,
+                                                             zrt_lifetime_t lifetime,
+                                                             void **ptr_p) {
+  return abi_call("zrt_pool_alloc", [&] {
+    Pool &p = *pool_from(pool).pool;
+    Lifetime l = lifetime_from_c(lifetime, "lifetime");
+    require_nonnull(ptr_p, "ptr_p");
+    *ptr_p = p.allocate(bytes, l);
+    return ZRT_SUCCESS;
+  });
+}
+
+[[gnu::noinline, gnu::cold]] zrt_status_t pool_free_checked(zrt_pool_h pool, void *ptr) {
+  return abi_call("zrt_pool_free", [&] {
+    pool_from(pool).pool->free(ptr);
+    return ZRT_SUCCESS;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,7 +118,7 @@ ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_
                                     void **ptr_p) {
   // The fast path: this thread's cache of the pool, found by the handle alone
   // (ThreadCache::try_allocate). Whatever it cannot serve, every error included, takes
-  // the checked path below.
+  // the checked path, which is out of line so that this one needs no stack frame.
   if (ThreadCache *c = find_thread_cache_by_handle(handle_value(pool));
       c != nullptr && ptr_p != nullptr &&
       (lifetime == ZRT_LIFETIME_LONG || lifetime == ZRT_LIFETIME_TRANSIENT)) [[likely]] {
@@ -106,22 +127,13 @@ ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_
       return ZRT_SUCCESS;
     }
   }
-  return abi_call("zrt_pool_alloc", [&] {
-    Pool &p = *pool_from(pool).pool;
-    Lifetime l = lifetime_from_c(lifetime, "lifetime");
-    require_nonnull(ptr_p, "ptr_p");
-    *ptr_p = p.allocate(bytes, l);
-    return ZRT_SUCCESS;
-  });
+  return pool_alloc_checked(pool, bytes, lifetime, ptr_p);
 }
 
 ZRT_API zrt_status_t zrt_pool_free(zrt_pool_h pool, void *ptr) {
   if (ThreadCache *c = find_thread_cache_by_handle(handle_value(pool)); c != nullptr) [[likely]]
     if (c->try_free(ptr)) return ZRT_SUCCESS;
-  return abi_call("zrt_pool_free", [&] {
-    pool_from(pool).pool->free(ptr);
-    return ZRT_SUCCESS;
-  });
+  return pool_free_checked(pool, ptr);
 }
 
 ZRT_API zrt_status_t zrt_pool_alloc_movable(zrt_pool_h pool, size_t bytes, zrt_lifetime_t lifetime,

@@ -35,19 +35,19 @@ ThreadCache *Pool::make_my_cache() {
 
 inline void *Pool::allocate_cached(ThreadCache &c, size_t bytes, Lifetime lifetime) {
   if (c.attention.load(std::memory_order_acquire)) service(c);
-  if (Block *b = c.take_idle(bytes, lifetime)) return reinterpret_cast<void *>(b->addr);
+  if (void *p = c.take_idle(bytes, lifetime)) return p;
   std::lock_guard lock(mutex_);
   c.lent.prepare_insert();  // the one step that can fail, before anything changes
   Block *b = allocate_block(bytes, lifetime, BlockState::Lent);
   b->owner = &c;
   ThreadCache::set_mark(b, ThreadCache::kLive);
-  c.lent.insert(b->addr, b);
+  c.lent.insert(b->addr, {b, static_cast<uint32_t>(QuickCache::index(b->size, b->lifetime))});
   return reinterpret_cast<void *>(b->addr);
 }
 
 inline bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
   if (c.attention.load(std::memory_order_acquire)) service(c);
-  Block *b = c.lent.find(p);
+  Block *b = c.lent.find(p).block;
   if (b == nullptr) return false;
   if (ThreadCache::mark(b) != ThreadCache::kLive)
     fail(ZRT_ERR_INVALID_ARGUMENT,
@@ -193,7 +193,8 @@ void Pool::retire(ThreadCache &c) {
   service_locked(c);
   flush_locked(c);
   // What the thread still has allocated stays allocated, free-able by any thread.
-  c.lent.for_each([](Block *b) {
+  c.lent.for_each([](ThreadCache::LentBlock l) {
+    Block *b = l.block;
     b->owner = nullptr;
     ThreadCache::set_mark(b, 0);
     b->state = BlockState::Raw;

@@ -25,24 +25,47 @@ class QuickCache {
   static_assert(kSlots == 64);
   static constexpr size_t kDepth = 32;  // blocks per class
 
+  // The slot of a (size, lifetime) class. Thread caches compute it once per lent block
+  // and keep it beside the block, so that a free need not read the block to find it.
+  static size_t index(size_t size, Lifetime lifetime) {
+    uint64_t h = (static_cast<uint64_t>(size) * 0x9E3779B97F4A7C15ull) ^
+                 (lifetime == Lifetime::Long ? 0 : 0x5555555555555555ull);
+    return h >> 58;  // the top 6 bits: kSlots == 64
+  }
+
+  // A cached block and its address.
+  struct Entry {
+    Block *block = nullptr;
+    uintptr_t addr = 0;
+  };
+
   // A cached block of exactly `size` bytes and `lifetime`, or nullptr.
   Block *take(size_t size, Lifetime lifetime) {
-    Slot &s = slot(size, lifetime);
-    if (s.count == 0 || s.size != size || s.lifetime != lifetime) return nullptr;
-    set_count(count_ - 1);
-    return s.blocks[--s.count];
+    return take_at(index(size, lifetime), size, lifetime).block;
+  }
+  // The same, given the class's slot i = index(size, lifetime). The address comes from
+  // the cache itself, not from the block, which keeps a read of the block off the path
+  // from a free to the next allocation of its size.
+  Entry take_at(size_t i, size_t size, Lifetime lifetime) {
+    Class &c = classes_[i];
+    if (c.count == 0 || c.size != size || c.lifetime != lifetime) return {};
+    uint32_t n = c.count - 1;
+    set_count(c, n);
+    return blocks_[i][n];
   }
 
   // Keeps b if its class's slot is empty or holds its class with room; false otherwise
   // (then put() decides what to evict).
-  bool put_if_room(Block *b) {
-    Slot &s = slot(b->size, b->lifetime);
-    if (s.count > 0 && (s.size != b->size || s.lifetime != b->lifetime)) return false;
-    if (s.count == kDepth) return false;
-    s.size = b->size;
-    s.lifetime = b->lifetime;
-    s.blocks[s.count++] = b;
-    set_count(count_ + 1);
+  bool put_if_room(Block *b) { return put_if_room_at(index(b->size, b->lifetime), b, b->addr); }
+  // The same, given b's slot i and address.
+  bool put_if_room_at(size_t i, Block *b, uintptr_t addr) {
+    Class &c = classes_[i];
+    if (c.count > 0 && (c.size != b->size || c.lifetime != b->lifetime)) return false;
+    if (c.count == kDepth) return false;
+    c.size = b->size;
+    c.lifetime = b->lifetime;
+    blocks_[i][c.count] = {b, addr};
+    set_count(c, c.count + 1);
     return true;
   }
 
@@ -53,11 +76,13 @@ class QuickCache {
   template <class Evict>
   bool put(Block *b, Evict &&evict) {
     if (put_if_room(b)) return true;
-    Slot &s = slot(b->size, b->lifetime);
-    if (s.size == b->size && s.lifetime == b->lifetime) return false;  // its class is full
-    while (s.count > 0) {
-      set_count(count_ - 1);
-      evict(s.blocks[--s.count]);
+    size_t i = index(b->size, b->lifetime);
+    Class &c = classes_[i];
+    if (c.size == b->size && c.lifetime == b->lifetime) return false;  // its class is full
+    while (c.count > 0) {
+      uint32_t n = c.count - 1;
+      set_count(c, n);
+      evict(blocks_[i][n].block);
     }
     return put_if_room(b);
   }
@@ -65,39 +90,49 @@ class QuickCache {
   // Hands every cached block to f and empties the cache.
   template <class F>
   void drain(F &&f) {
-    if (count_ == 0) return;
-    for (Slot &s : slots_) {
-      while (s.count > 0)
-        f(s.blocks[--s.count]);
+    for (size_t i = 0; i < kSlots; ++i) {
+      Class &c = classes_[i];
+      while (c.count > 0) {
+        uint32_t n = c.count - 1;
+        set_count(c, n);
+        f(blocks_[i][n].block);
+      }
     }
-    set_count(0);
   }
 
-  size_t count() const { return count_; }
+  // The number of cached blocks. Not kept as a running total: that would be one more
+  // read-modify-write on every take and put, the thread caches' fast path.
+  size_t count() const {
+    size_t n = 0;
+    for (const Class &c : classes_)
+      n += c.count;
+    return n;
+  }
   // For threads other than the one that owns a thread cache's QuickCache (pool stats).
   size_t count_relaxed() const {
-    return std::atomic_ref<const size_t>(count_).load(std::memory_order_relaxed);
+    size_t n = 0;
+    for (const Class &c : classes_)
+      n += std::atomic_ref<const uint32_t>(c.count).load(std::memory_order_relaxed);
+    return n;
   }
 
  private:
-  struct Slot {
+  // A class's header and its blocks are kept in separate arrays whose strides are powers
+  // of two, so that finding a slot is a shift rather than a multiplication.
+  struct Class {
     size_t size = 0;
+    uint32_t count = 0;
     Lifetime lifetime = Lifetime::Long;
-    size_t count = 0;
-    std::array<Block *, kDepth> blocks{};
   };
+  static_assert(sizeof(Class) == 16);
 
-  // The count is stored atomically (a plain store on x86) so count_relaxed() may read it.
-  void set_count(size_t n) { std::atomic_ref<size_t>(count_).store(n, std::memory_order_relaxed); }
-
-  Slot &slot(size_t size, Lifetime lifetime) {
-    uint64_t h = (static_cast<uint64_t>(size) * 0x9E3779B97F4A7C15ull) ^
-                 (lifetime == Lifetime::Long ? 0 : 0x5555555555555555ull);
-    return slots_[h >> 58];  // the top 6 bits: kSlots == 64
+  // Counts are stored atomically (a plain store on x86) so count_relaxed() may read them.
+  static void set_count(Class &c, uint32_t n) {
+    std::atomic_ref<uint32_t>(c.count).store(n, std::memory_order_relaxed);
   }
 
-  std::array<Slot, kSlots> slots_{};
-  size_t count_ = 0;
+  std::array<Class, kSlots> classes_{};
+  std::array<std::array<Entry, kDepth>, kSlots> blocks_{};
 };
 
 }  // namespace zrt

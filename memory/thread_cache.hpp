@@ -75,38 +75,47 @@ class ThreadCache {
   // locked path then decides and reports. Owner only; never throws or locks. Measured
   // with perf before it existed, the calls and loads between the C entry point, the
   // handle table, the pool and the cache were 40% of an allocation + free.
+  //
+  // A free followed by an allocation of the same size (a workspace, an activation) is a
+  // chain of dependent loads: the free finds the block from its address, the allocation
+  // returns the address the free stored. The chain reads neither the block nor a running
+  // total: the free takes the block's class slot from the lent map and stores the address
+  // it was given, and the allocation returns that address (perf put most of the fast
+  // path's time on those reads when they were in the chain).
   void *try_allocate(size_t bytes, Lifetime lifetime) {
     if (bytes - 1 >= limits.max_block || attention.load(std::memory_order_acquire))
       return nullptr;  // bytes outside [1, max_block], or the pool's locked path first
-    Block *b = take_idle(bytes, lifetime);
-    return b != nullptr ? reinterpret_cast<void *>(b->addr) : nullptr;
+    return take_idle(bytes, lifetime);
   }
   bool try_free(void *ptr) {
     if (attention.load(std::memory_order_acquire)) return false;
-    Block *b = lent.find(reinterpret_cast<uintptr_t>(ptr));
+    auto p = reinterpret_cast<uintptr_t>(ptr);
+    LentBlock l = lent.find(p);
+    Block *b = l.block;
     if (b == nullptr || mark(b) != kLive || b->size > limits.max_block ||
         idle_bytes.load(std::memory_order_relaxed) + b->size > limits.budget ||
-        !idle.put_if_room(b))
+        !idle.put_if_room_at(l.slot, b, p))
       return false;
     mark_idle(b);
     return true;
   }
 
-  // A block of `bytes` from `idle`, now live, or nullptr.
-  Block *take_idle(size_t bytes, Lifetime lifetime) {
+  // The address of a block of `bytes` from `idle`, now live, or nullptr.
+  void *take_idle(size_t bytes, Lifetime lifetime) {
     size_t align = size_t{1} << limits.align_shift;
-    Block *b = idle.take((bytes + align - 1) & ~(align - 1), lifetime);
-    if (b == nullptr) return nullptr;
-    sub_idle(b->size);
-    set_mark(b, kLive);
-    unpoison(limits.host_accessible, b->addr, bytes);
+    size_t size = (bytes + align - 1) & ~(align - 1);
+    QuickCache::Entry e = idle.take_at(QuickCache::index(size, lifetime), size, lifetime);
+    if (e.block == nullptr) return nullptr;
+    sub_idle(size);  // the class's size: the block's
+    set_mark(e.block, kLive);
+    unpoison(limits.host_accessible, e.addr, bytes);
     // The pool counts this thread's idle blocks as live; without them, this is the live
     // figure (exact when one thread uses the pool, an upper bound when several do).
     size_t live = std::atomic_ref<const size_t>(*limits.pool_live).load(std::memory_order_relaxed) -
                   idle_bytes.load(std::memory_order_relaxed);
     if (live > peak_live.load(std::memory_order_relaxed))
       peak_live.store(live, std::memory_order_relaxed);
-    return b;
+    return reinterpret_cast<void *>(e.addr);
   }
   // b, just put in `idle`, is idle.
   void mark_idle(Block *b) {
@@ -128,8 +137,13 @@ class ThreadCache {
   std::atomic<size_t> idle_bytes{0};
   std::atomic<size_t> peak_live{0};  // the pool's live bytes as this thread last raised them
   std::atomic<Pool *> pool;          // nullptr once the pool is destroyed
-  AddressMap lent;                   // owner only: every block lent to this cache, live or idle
-  QuickCache idle;                   // owner only
+  // Owner only: every block lent to this cache, live or idle, with its slot in `idle`.
+  struct LentBlock {
+    Block *block = nullptr;
+    uint32_t slot = 0;  // QuickCache::index(block->size, block->lifetime)
+  };
+  BasicAddressMap<LentBlock> lent;
+  QuickCache idle;  // owner only
   // Written by other threads (remote frees, flush requests): on a line of its own, so
   // that those writes do not evict the line of `limits` the owner reads on every call.
   alignas(64) std::atomic<bool> attention{false};  // remote frees or a flush request wait

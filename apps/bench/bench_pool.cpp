@@ -3,10 +3,13 @@
 //
 // Latency: for each size, a round allocates `depth` blocks and frees them in a shuffled
 // order; a sample is enough rounds to last 50 us (this machine's clock is slow to read);
-// the figure is the median over samples of the time per allocation + free. depth 1 is
+// the figure is the median over samples of the time per allocation + free. The
+// allocators take turns sample by sample, so a slow spell of the machine (frequent on a
+// shared VM) lands on all of them rather than on one, and the ratios hold. depth 1 is
 // the best case of every allocator (the block just freed comes straight back); depth 16
 // keeps several tensors live, as a training step does. Memory is not touched: the
-// figure is the allocator's own cost, page faults excluded.
+// figure is the allocator's own cost, page faults excluded. Beside them runs the floor of
+// alloc_floor.hpp: the least any allocator behind a library call costs here.
 //
 // Trace: the model state of a GPT-2-like network (weights, gradients, Adam moments) is
 // allocated once; then each iteration allocates every layer's activations in forward,
@@ -21,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -28,6 +32,7 @@
 #include <random>
 #include <vector>
 
+#include "alloc_floor.hpp"
 #include "baseline_allocators.hpp"
 #include "timing.hpp"
 
@@ -58,37 +63,64 @@ double now() {
   return MPI_Wtime();
 }
 
-// Median nanoseconds per allocate + free of `bytes`, `depth` blocks live at once.
+// An allocator under test: alloc(bytes) and release(ptr, bytes).
 template <class Alloc, class Free>
-double latency_ns(size_t bytes, int depth, int samples, Alloc &&alloc, Free &&release) {
+struct Allocator {
+  Alloc alloc;
+  Free release;
+};
+template <class Alloc, class Free>
+Allocator(Alloc, Free) -> Allocator<Alloc, Free>;
+
+// Median nanoseconds per allocate + free of `bytes`, `depth` blocks live at once, for
+// each allocator, in the order given.
+template <class... Allocators>
+std::array<double, sizeof...(Allocators)> latency_ns(size_t bytes, int depth, int samples,
+                                                     Allocators &...allocators) {
+  constexpr size_t n = sizeof...(Allocators);
   std::vector<void *> blocks(static_cast<size_t>(depth));
   std::vector<size_t> order(blocks.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::shuffle(order.begin(), order.end(), std::mt19937(42));
-  auto round = [&] {
+  auto round = [&](auto &a) {
     for (void *&b : blocks)
-      b = alloc(bytes);
+      b = a.alloc(bytes);
     for (size_t i : order)
-      release(blocks[i]);
+      a.release(blocks[i], bytes);
   };
-  round();  // warm-up: the first round pays for growth in every allocator
-  long reps = 1;
-  for (;;) {
-    double t0 = now();
-    for (long r = 0; r < reps; ++r)
-      round();
-    if (now() - t0 >= 5e-5 || reps >= (1L << 20)) break;
-    reps *= 2;
-  }
-  std::vector<double> per_op;
+  std::array<long, n> reps{};
+  size_t k = 0;
+  auto calibrate = [&](auto &a) {
+    round(a);  // warm-up: the first round pays for growth in every allocator
+    long r = 1;
+    for (;;) {
+      double t0 = now();
+      for (long i = 0; i < r; ++i)
+        round(a);
+      if (now() - t0 >= 5e-5 || r >= (1L << 20)) break;
+      r *= 2;
+    }
+    reps[k++] = r;
+  };
+  (calibrate(allocators), ...);
+  std::array<std::vector<double>, n> per_op;
   for (int s = 0; s < samples; ++s) {
-    double t0 = now();
-    for (long r = 0; r < reps; ++r)
-      round();
-    per_op.push_back((now() - t0) / static_cast<double>(reps * depth));
+    k = 0;
+    auto sample = [&](auto &a) {
+      double t0 = now();
+      for (long i = 0; i < reps[k]; ++i)
+        round(a);
+      per_op[k].push_back((now() - t0) / static_cast<double>(reps[k] * depth));
+      ++k;
+    };
+    (sample(allocators), ...);
   }
-  std::sort(per_op.begin(), per_op.end());
-  return per_op[per_op.size() / 2] * 1e9;
+  std::array<double, n> median{};
+  for (size_t i = 0; i < n; ++i) {
+    std::sort(per_op[i].begin(), per_op[i].end());
+    median[i] = per_op[i][per_op[i].size() / 2] * 1e9;
+  }
+  return median;
 }
 
 // One allocator as the trace sees it.
@@ -195,14 +227,6 @@ int run_pool(const PoolOptions &opt) {
   params.name = "bench";
   zrt_pool_h pool = nullptr;
   if (zrt_pool_create(ctx, &params, &pool) != ZRT_SUCCESS) die("zrt_pool_create");
-  auto pool_alloc = [&](size_t n) {
-    void *p = nullptr;
-    if (zrt_pool_alloc(pool, n, ZRT_LIFETIME_TRANSIENT, &p) != ZRT_SUCCESS) die("zrt_pool_alloc");
-    return p;
-  };
-  auto pool_free = [&](void *p) {
-    if (zrt_pool_free(pool, p) != ZRT_SUCCESS) die("zrt_pool_free");
-  };
   auto check = [](void *p) {
     if (p == nullptr) {
       std::fprintf(stderr, "zrt-bench pool: a baseline allocator returned NULL\n");
@@ -210,43 +234,63 @@ int run_pool(const PoolOptions &opt) {
     }
     return p;
   };
+  Allocator ours{[&](size_t n) {
+                   void *p = nullptr;
+                   if (zrt_pool_alloc(pool, n, ZRT_LIFETIME_TRANSIENT, &p) != ZRT_SUCCESS)
+                     die("zrt_pool_alloc");
+                   return p;
+                 },
+                 [&](void *p, size_t) {
+                   if (zrt_pool_free(pool, p) != ZRT_SUCCESS) die("zrt_pool_free");
+                 }};
+  Allocator libc{[&](size_t n) { return check(baseline::libc_malloc(n)); },
+                 [](void *p, size_t) { baseline::libc_free(p); }};
+  Allocator jemalloc{[&](size_t n) { return check(baseline::je_malloc(n)); },
+                     [](void *p, size_t) { baseline::je_free(p); }};
+  Allocator floor{[&](size_t n) { return check(bench::floor_alloc(n)); },
+                  [](void *p, size_t n) { bench::floor_free(p, n); }};
 
   if (rank == 0 && !opt.json) {
     fmt::print(
         "zrt-bench pool: median ns per allocation + free, `depth` blocks live at once; ratios "
         "are pool time / baseline time (lower is better, target <= 0.5 vs malloc)\n"
-        "baselines: glibc malloc{}\n",
+        "baselines: glibc malloc{}; floor: the least an allocator behind a library call costs "
+        "(a per-thread stack that checks nothing), floor/malloc the best ratio reachable\n",
         je ? ", jemalloc " + baseline::jemalloc_version() : " (jemalloc not built in)");
-    fmt::print("{:>5} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9}\n", "depth", "size", "pool ns",
-               "malloc ns", "jemalloc", "vs malloc", "vs jemal.");
+    fmt::print("{:>5} {:>10} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>12}\n", "depth", "size",
+               "pool ns", "malloc ns", "jemalloc", "floor ns", "vs malloc", "vs jemal.",
+               "floor/malloc");
   }
   for (int depth : opt.depths) {
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= static_cast<size_t>(opt.factor)) {
-      double ours = latency_ns(bytes, depth, opt.samples, pool_alloc, pool_free);
-      double libc = latency_ns(
-          bytes, depth, opt.samples, [&](size_t n) { return check(baseline::libc_malloc(n)); },
-          baseline::libc_free);
-      double jem =
-          je ? latency_ns(
-                   bytes, depth, opt.samples,
-                   [&](size_t n) { return check(baseline::je_malloc(n)); }, baseline::je_free)
-             : 0;
+      double pool_ns = 0, libc_ns = 0, je_ns = 0, floor_ns = 0;
+      if (je) {
+        auto t = latency_ns(bytes, depth, opt.samples, ours, libc, floor, jemalloc);
+        pool_ns = t[0], libc_ns = t[1], floor_ns = t[2], je_ns = t[3];
+      } else {
+        auto t = latency_ns(bytes, depth, opt.samples, ours, libc, floor);
+        pool_ns = t[0], libc_ns = t[1], floor_ns = t[2];
+      }
+      bench::floor_release_all();
       nlohmann::json j{{"bench", "pool"},
                        {"pattern", depth == 1 ? "pair" : "batch"},
                        {"depth", depth},
                        {"size", bytes},
-                       {"pool_ns", ours},
-                       {"malloc_ns", libc},
-                       {"ratio_vs_malloc", ours / libc}};
+                       {"pool_ns", pool_ns},
+                       {"malloc_ns", libc_ns},
+                       {"ratio_vs_malloc", pool_ns / libc_ns},
+                       {"floor_ns", floor_ns},
+                       {"floor_ratio_vs_malloc", floor_ns / libc_ns}};
       if (je) {
-        j["jemalloc_ns"] = jem;
-        j["ratio_vs_jemalloc"] = ours / jem;
+        j["jemalloc_ns"] = je_ns;
+        j["ratio_vs_jemalloc"] = pool_ns / je_ns;
       }
       emit(j);
       if (rank == 0 && !opt.json)
-        fmt::print("{:>5} {:>10} | {:>9.0f} {:>9.0f} {:>9} | {:>8.2f}x {:>9}\n", depth,
-                   format_bytes(bytes), ours, libc, je ? fmt::format("{:.0f}", jem) : "-",
-                   ours / libc, je ? fmt::format("{:.2f}x", ours / jem) : "-");
+        fmt::print("{:>5} {:>10} | {:>9.0f} {:>9.0f} {:>9} {:>9.0f} | {:>8.2f}x {:>9} {:>11.2f}x\n",
+                   depth, format_bytes(bytes), pool_ns, libc_ns,
+                   je ? fmt::format("{:.0f}", je_ns) : "-", floor_ns, pool_ns / libc_ns,
+                   je ? fmt::format("{:.2f}x", pool_ns / je_ns) : "-", floor_ns / libc_ns);
       std::fflush(stdout);
     }
   }

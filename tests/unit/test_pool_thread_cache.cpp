@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "memory/quick_cache.hpp"
 #include "pool_test_util.hpp"
 
 using namespace zrt;
@@ -85,6 +86,43 @@ TEST(PoolThreadCache, ASecondFreeIsRefusedOnEitherPath) {
   EXPECT_TRUE(fails_with([&] { pool->free(static_cast<char *>(r) + 256); },
                          ZRT_ERR_INVALID_ARGUMENT, "points 256 bytes into an allocation"));
   pool->free(r);
+  pool->check();
+  EXPECT_EQ(pool->stats().live, 0u);
+}
+
+// The thread cache files a freed block under the quick-cache slot it noted when the
+// block was lent. Two sizes whose classes share a slot must take it in turn: the later
+// free hands the other class's blocks back to the pool, and nothing is lost or served
+// at the wrong size.
+TEST(PoolThreadCache, SizesSharingACacheSlotTakeItInTurn) {
+  auto pool = cached_pool(64 * MiB, 4 * MiB);
+  const size_t a_size = 1024;
+  size_t b_size = 0;
+  for (size_t n = 2 * KiB; n < MiB && b_size == 0; n += KiB)
+    if (QuickCache::index(n, Lifetime::Transient) == QuickCache::index(a_size, Lifetime::Transient))
+      b_size = n;
+  ASSERT_NE(b_size, 0u) << "no size below 1 MiB shares 1 KiB's slot";
+  void *a = pool->allocate(a_size, Lifetime::Transient);
+  fill(a, a_size, 1);
+  pool->free(a);  // idle in the slot
+  void *b = pool->allocate(b_size, Lifetime::Transient);
+  fill(b, b_size, 2);
+  pool->free(b);  // takes the slot; a's block goes back to the pool
+  void *b2 = pool->allocate(b_size, Lifetime::Transient);
+  EXPECT_EQ(b2, b);  // from the cache
+  void *a2 = pool->allocate(a_size, Lifetime::Transient);
+  EXPECT_NE(a2, b2);
+  fill(a2, a_size, 3);
+  fill(b2, b_size, 4);
+  EXPECT_TRUE(holds(a2, a_size, 3));
+  EXPECT_TRUE(holds(b2, b_size, 4));
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.live, a_size + b_size);
+  EXPECT_EQ(s.allocations, 2u);
+  pool->free(b2);
+  EXPECT_TRUE(fails_with([&] { pool->free(b2); }, ZRT_ERR_INVALID_ARGUMENT, "freed twice"));
+  pool->free(a2);
+  EXPECT_TRUE(fails_with([&] { pool->free(a2); }, ZRT_ERR_INVALID_ARGUMENT, "freed twice"));
   pool->check();
   EXPECT_EQ(pool->stats().live, 0u);
 }
