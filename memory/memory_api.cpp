@@ -118,7 +118,8 @@ ZRT_API zrt_status_t zrt_pool_alloc(zrt_pool_h pool, size_t bytes, zrt_lifetime_
                                     void **ptr_p) {
   // The fast path: this thread's cache of the pool, found by the handle alone
   // (ThreadCache::try_allocate). Whatever it cannot serve, every error included, takes
-  // the checked path, which is out of line so that this one needs no stack frame.
+  // the checked path, which is out of line so that this one makes no call and keeps
+  // nothing on the stack.
   if (ThreadCache *c = find_thread_cache_by_handle(handle_value(pool));
       c != nullptr && ptr_p != nullptr &&
       (lifetime == ZRT_LIFETIME_LONG || lifetime == ZRT_LIFETIME_TRANSIENT)) [[likely]] {

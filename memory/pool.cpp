@@ -801,6 +801,28 @@ void Pool::check() const {
     broken("peaks below current values");
   for (const ThreadCache *c : caches_)
     if (c->pool.load(std::memory_order_relaxed) != this) broken("a thread cache of another pool");
+  // The calling thread's cache (only its owner may read its maps): the fast path trusts
+  // the slot the lent map keeps for each block and the address the quick cache keeps.
+  if (const ThreadCache *c = my_cache()) {
+    size_t idle = 0;
+    c->lent.for_each([&](ThreadCache::LentBlock l) {
+      const Block *b = l.block;
+      if (b->state != BlockState::Lent || b->owner != c) broken("a lent block not lent here");
+      if (l.slot != QuickCache::index(b->size, b->lifetime))
+        broken(fmt::format("lent block at 0x{:x} filed under the wrong slot", b->addr));
+      if (ThreadCache::mark(b) == ThreadCache::kIdle) idle += b->size;
+    });
+    size_t in_cache = 0;
+    c->idle.for_each([&](size_t slot, const QuickCache::Entry &e) {
+      if (slot != QuickCache::index(e.block->size, e.block->lifetime))
+        broken("an idle block in another class's slot");
+      if (e.addr != e.block->addr) broken("an idle block cached under another address");
+      if (ThreadCache::mark(e.block) != ThreadCache::kIdle) broken("a cached block not idle");
+      in_cache += e.block->size;
+    });
+    if (idle != in_cache || in_cache != c->idle_bytes.load(std::memory_order_relaxed))
+      broken("the thread cache's idle bytes disagree");
+  }
 }
 
 }  // namespace zrt

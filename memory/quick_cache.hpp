@@ -100,6 +100,14 @@ class QuickCache {
     }
   }
 
+  // Calls f(slot, entry) for every cached block (checks).
+  template <class F>
+  void for_each(F &&f) const {
+    for (size_t i = 0; i < kSlots; ++i)
+      for (uint32_t n = 0; n < classes_[i].count; ++n)
+        f(i, blocks_[i][n]);
+  }
+
   // The number of cached blocks. Not kept as a running total: that would be one more
   // read-modify-write on every take and put, the thread caches' fast path.
   size_t count() const {

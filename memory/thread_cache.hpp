@@ -13,8 +13,8 @@
 // defragment, trim), and when the thread exits.
 //
 // Ownership. Only the owning thread touches `idle` and `lent`. Fields others read
-// (idle_bytes, peak_live, the count of `idle`) are atomics the owner stores with relaxed order: on
-// x86 a plain store. A free from another thread finds the block in the pool's map (under
+// (idle_bytes, peak_live, the per-class counts of `idle`) are atomics the owner stores with relaxed
+// order: on x86 a plain store. A free from another thread finds the block in the pool's map (under
 // the pool's mutex), marks it and queues it on `remote`; the owner returns it to the pool
 // at its next call (`attention`). A block's live/idle mark (Block::lent) is written by
 // the owner and read by others under the pool's mutex, so a second free from any thread
@@ -78,10 +78,11 @@ class ThreadCache {
   //
   // A free followed by an allocation of the same size (a workspace, an activation) is a
   // chain of dependent loads: the free finds the block from its address, the allocation
-  // returns the address the free stored. The chain reads neither the block nor a running
-  // total: the free takes the block's class slot from the lent map and stores the address
-  // it was given, and the allocation returns that address (perf put most of the fast
-  // path's time on those reads when they were in the chain).
+  // returns the address the free stored. The loads that produce that address do not go
+  // through the block: the free takes the block's class slot from the lent map and
+  // stores the address it was given, and the allocation returns that address (perf put
+  // most of the fast path's time on the block's fields and the slot hash when they were
+  // in the chain). The block's mark and size are still read, for the checks, beside it.
   void *try_allocate(size_t bytes, Lifetime lifetime) {
     if (bytes - 1 >= limits.max_block || attention.load(std::memory_order_acquire))
       return nullptr;  // bytes outside [1, max_block], or the pool's locked path first

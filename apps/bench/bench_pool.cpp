@@ -73,7 +73,8 @@ template <class Alloc, class Free>
 Allocator(Alloc, Free) -> Allocator<Alloc, Free>;
 
 // Median nanoseconds per allocate + free of `bytes`, `depth` blocks live at once, for
-// each allocator, in the order given.
+// each allocator, in the order given. Each sample round starts with the next allocator,
+// so none always runs right after the same other one.
 template <class... Allocators>
 std::array<double, sizeof...(Allocators)> latency_ns(size_t bytes, int depth, int samples,
                                                      Allocators &...allocators) {
@@ -82,39 +83,46 @@ std::array<double, sizeof...(Allocators)> latency_ns(size_t bytes, int depth, in
   std::vector<size_t> order(blocks.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::shuffle(order.begin(), order.end(), std::mt19937(42));
-  auto round = [&](auto &a) {
-    for (void *&b : blocks)
-      b = a.alloc(bytes);
-    for (size_t i : order)
-      a.release(blocks[i], bytes);
-  };
   std::array<long, n> reps{};
-  size_t k = 0;
-  auto calibrate = [&](auto &a) {
-    round(a);  // warm-up: the first round pays for growth in every allocator
-    long r = 1;
-    for (;;) {
-      double t0 = now();
-      for (long i = 0; i < r; ++i)
-        round(a);
-      if (now() - t0 >= 5e-5 || r >= (1L << 20)) break;
-      r *= 2;
-    }
-    reps[k++] = r;
-  };
-  (calibrate(allocators), ...);
   std::array<std::vector<double>, n> per_op;
-  for (int s = 0; s < samples; ++s) {
-    k = 0;
-    auto sample = [&](auto &a) {
+  // One sampler per allocator; the call through std::function is per sample, not per
+  // allocation, so the allocators' own calls stay inlined into their loops.
+  std::array<std::function<void(bool calibrate)>, n> sampler;
+  size_t k = 0;
+  auto make_sampler = [&](auto &a) {
+    size_t i = k++;
+    sampler[i] = [&, i](bool calibrate) {
+      auto round = [&] {
+        for (void *&b : blocks)
+          b = a.alloc(bytes);
+        for (size_t j : order)
+          a.release(blocks[j], bytes);
+      };
+      if (calibrate) {
+        round();  // warm-up: the first round pays for growth in every allocator
+        long r = 1;
+        for (;;) {
+          double t0 = now();
+          for (long x = 0; x < r; ++x)
+            round();
+          if (now() - t0 >= 5e-5 || r >= (1L << 20)) break;
+          r *= 2;
+        }
+        reps[i] = r;
+        return;
+      }
       double t0 = now();
-      for (long i = 0; i < reps[k]; ++i)
-        round(a);
-      per_op[k].push_back((now() - t0) / static_cast<double>(reps[k] * depth));
-      ++k;
+      for (long x = 0; x < reps[i]; ++x)
+        round();
+      per_op[i].push_back((now() - t0) / static_cast<double>(reps[i] * depth));
     };
-    (sample(allocators), ...);
-  }
+  };
+  (make_sampler(allocators), ...);
+  for (auto &f : sampler)
+    f(true);
+  for (int s = 0; s < samples; ++s)
+    for (size_t j = 0; j < n; ++j)
+      sampler[(static_cast<size_t>(s) + j) % n](false);
   std::array<double, n> median{};
   for (size_t i = 0; i < n; ++i) {
     std::sort(per_op[i].begin(), per_op[i].end());
@@ -262,6 +270,7 @@ int run_pool(const PoolOptions &opt) {
                "floor/malloc");
   }
   for (int depth : opt.depths) {
+    bench::floor_prepare(static_cast<size_t>(depth));
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= static_cast<size_t>(opt.factor)) {
       double pool_ns = 0, libc_ns = 0, je_ns = 0, floor_ns = 0;
       if (je) {
