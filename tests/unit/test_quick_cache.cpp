@@ -38,7 +38,7 @@ TEST(QuickCache, TakesBackOnlyTheClassPutLastInFirstOut) {
   for (Block &b : a)
     ASSERT_TRUE(q.put_if_room(&b));
   EXPECT_EQ(q.count(), 3u);
-  EXPECT_EQ(q.take(1024, Lifetime::Long), nullptr);      // other lifetime
+  EXPECT_EQ(q.take(1024, Lifetime::Long), nullptr);       // other lifetime
   EXPECT_EQ(q.take(2048, Lifetime::Transient), nullptr);  // other size
   EXPECT_EQ(q.take(1024, Lifetime::Transient), &a[2]);
   EXPECT_EQ(q.take(1024, Lifetime::Transient), &a[1]);
