@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/error.hpp"
+#include "runtime/format_bytes.hpp"
 
 namespace zrt {
 

@@ -6,6 +6,7 @@
 #include "memory/host_resource.hpp"
 #include "memory/pinned_host_resource.hpp"
 #include "memory/thread_copy_engine.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

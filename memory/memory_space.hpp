@@ -25,7 +25,4 @@ const char *lifetime_name(Lifetime lifetime);
 MemorySpace space_from_c(zrt_memory_space_t space, const char *argument);
 Lifetime lifetime_from_c(zrt_lifetime_t lifetime, const char *argument);
 
-// "1.5 GiB", "64 MiB", "4 KiB", "17 B": for messages and tables.
-std::string format_bytes(size_t bytes);
-
 }  // namespace zrt

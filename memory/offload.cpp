@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "runtime/error.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

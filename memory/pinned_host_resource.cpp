@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

@@ -6,6 +6,7 @@
 
 #include "memory/poison.hpp"
 #include "runtime/error.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

@@ -14,6 +14,7 @@
 
 #include "memory/poison.hpp"
 #include "memory/pool.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

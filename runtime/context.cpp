@@ -106,8 +106,7 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     int inter = 0;
     check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter(comm)");
     if (inter) fail(ZRT_ERR_INVALID_ARGUMENT, "comm is an inter-communicator");
-    check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup(comm)");
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    comm_ = MpiComm::dup(user_comm, "MPI_Comm_dup(comm)");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     log::set_rank(rank_, size_);
@@ -142,8 +141,8 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     while (!parts_.empty())
       parts_.pop_back();
     topology_.reset();
-    if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    node_comm_.reset();
+    comm_.reset();  // before MPI may be finalized
     mpi_release(owns_mpi_);
     throw;
   }
@@ -153,8 +152,8 @@ Context::~Context() {
   while (!parts_.empty())
     parts_.pop_back();  // reverse order of creation
   topology_.reset();
-  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  node_comm_.reset();
+  comm_.reset();  // before MPI may be finalized
   mpi_release(owns_mpi_);
 }
 

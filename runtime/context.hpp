@@ -17,6 +17,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/handle_table.hpp"
+#include "runtime/mpi_comm.hpp"
 #include "runtime/topology.hpp"
 #include "zerort/context.h"
 
@@ -69,8 +70,8 @@ class Context {
   uintptr_t handle = 0;  // this context's own handle value
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  MpiComm comm_;
+  MpiComm node_comm_;
   int rank_ = 0, size_ = 1;
   int thread_level_ = MPI_THREAD_SINGLE;
   bool owns_mpi_ = false;

@@ -36,23 +36,23 @@ std::string pci_bus_id(const hwloc_obj_t pci) {
 
 }  // namespace
 
-NodeLayout split_nodes(MPI_Comm comm, int ranks_per_node, MPI_Comm *node_comm) {
+NodeLayout split_nodes(MPI_Comm comm, int ranks_per_node, MpiComm *node_comm_p) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   NodeLayout layout;
   if (ranks_per_node > 0) {
     layout.faked = true;
-    check_mpi(MPI_Comm_split(comm, rank / ranks_per_node, rank, node_comm), "MPI_Comm_split");
-  } else {
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, node_comm),
-              "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
   }
-  check_mpi(MPI_Comm_rank(*node_comm, &layout.local_rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(*node_comm, &layout.local_size), "MPI_Comm_size");
+  MpiComm node_comm = ranks_per_node > 0
+                          ? MpiComm::split(comm, rank / ranks_per_node, rank)
+                          : MpiComm::split_type(comm, MPI_COMM_TYPE_SHARED, rank,
+                                                "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  check_mpi(MPI_Comm_rank(node_comm, &layout.local_rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(node_comm, &layout.local_size), "MPI_Comm_size");
   // A node is named by its lowest rank; node ids follow the order of those ranks.
   int leader = rank;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, *node_comm),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node_comm),
             "MPI_Allreduce(node leader)");
   std::vector<int> leaders(static_cast<size_t>(size));
   check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm),
@@ -62,6 +62,7 @@ NodeLayout split_nodes(MPI_Comm comm, int ranks_per_node, MPI_Comm *node_comm) {
   layout.node_count = static_cast<int>(leaders.size());
   layout.node_id =
       static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), leader) - leaders.begin());
+  *node_comm_p = std::move(node_comm);
   return layout;
 }
 

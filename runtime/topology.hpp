@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/mpi_comm.hpp"
 #include "zerort/context.h"
 
 namespace zrt {
@@ -28,7 +29,7 @@ struct NodeLayout {
 // Splits comm into nodes (MPI_COMM_TYPE_SHARED, or blocks of ranks_per_node consecutive
 // ranks when it is > 0). Returns the layout and the node communicator, which the caller
 // frees. Collective over comm; throws Error(ZRT_ERR_MPI) when MPI fails.
-NodeLayout split_nodes(MPI_Comm comm, int ranks_per_node, MPI_Comm *node_comm);
+NodeLayout split_nodes(MPI_Comm comm, int ranks_per_node, MpiComm *node_comm_p);
 
 struct TopologyDevice {
   std::string kind;        // "gpu" or "nic"

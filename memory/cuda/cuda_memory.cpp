@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/error.hpp"
+#include "runtime/format_bytes.hpp"
 
 namespace zrt {
 

@@ -12,6 +12,7 @@
 
 #include "memory/poison.hpp"
 #include "pool_test_util.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
