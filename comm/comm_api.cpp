@@ -1,4 +1,5 @@
 // The C entry points of zerort/comm.h (and zrt_context_comm).
+#include "comm/comm_fields.hpp"
 #include "comm/comm_part.hpp"
 #include "comm/communicator.hpp"
 #include "comm/dtype.hpp"
@@ -82,26 +83,8 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
     Context &c = context_from(context);
     require_nonnull(comm_p, "comm_p");
     Communicator::Options options = c.part<CommPart>().default_options();
-    if (params != nullptr) {
-      const uint64_t known = ZRT_COMM_PARAM_FIELD_BACKEND | ZRT_COMM_PARAM_FIELD_DETERMINISTIC |
-                             ZRT_COMM_PARAM_FIELD_TIMEOUT;
-      if (params->field_mask & ~known)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
-             params->field_mask & ~known);
-      if (params->field_mask & ZRT_COMM_PARAM_FIELD_BACKEND) {
-        require_nonnull(params->backend, "params->backend");
-        options.backend = params->backend;
-      }
-      if (params->field_mask & ZRT_COMM_PARAM_FIELD_DETERMINISTIC)
-        options.deterministic = params->deterministic != 0;
-      if (params->field_mask & ZRT_COMM_PARAM_FIELD_TIMEOUT) {
-        if (!(params->timeout >= 0) || params->timeout > 1e9)
-          fail(ZRT_ERR_INVALID_ARGUMENT,
-               "params->timeout is {}: accepted values are 0 (no watchdog) to 1e9 seconds",
-               params->timeout);
-        options.timeout = params->timeout;
-      }
-    }
+    std::map<std::string, std::string> no_keys;
+    comm_params_table().read(params, no_keys, options);
     if (mpi_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
     std::unique_ptr<Communicator> comm;
     // Agreed, so a backend that fails on one rank fails the creation on all of them.
@@ -191,6 +174,21 @@ ZRT_API zrt_status_t zrt_dtype_size(zrt_dtype_t dtype, size_t *size_p) {
   return abi_call("zrt_dtype_size", [&] {
     require_nonnull(size_p, "size_p");
     *size_p = dtype_size(dtype);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_dtype_convert(const void *in, zrt_dtype_t from, void *out, zrt_dtype_t to,
+                                       size_t count) {
+  return abi_call("zrt_dtype_convert", [&] {
+    const size_t in_bytes = count * dtype_size(from), out_bytes = count * dtype_size(to);
+    if (count == 0) return ZRT_SUCCESS;
+    require_nonnull(in, "in");
+    require_nonnull(out, "out");
+    auto a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
+    if (a < b + out_bytes && b < a + in_bytes)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "in and out overlap; convert into a separate buffer");
+    convert_values(in, from, out, to, count);
     return ZRT_SUCCESS;
   });
 }

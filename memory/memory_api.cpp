@@ -1,4 +1,5 @@
 // The C entry points of zerort/memory.h for pools.
+#include "memory/memory_fields.hpp"
 #include "memory/memory_part.hpp"
 #include "zerort/memory.h"
 
@@ -23,39 +24,11 @@ BufferId buffer_id(zrt_buffer_h buffer) {
 }
 
 PoolOverrides overrides_from(const zrt_pool_params_t *p, MemorySpace *space) {
-  PoolOverrides o;
-  *space = MemorySpace::Host;
-  if (p == nullptr) return o;
-  const uint64_t known = ZRT_POOL_PARAM_FIELD_SPACE | ZRT_POOL_PARAM_FIELD_LIMIT_BYTES |
-                         ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES | ZRT_POOL_PARAM_FIELD_ALIGNMENT |
-                         ZRT_POOL_PARAM_FIELD_COMPACT | ZRT_POOL_PARAM_FIELD_NAME;
-  if (p->field_mask & ~known)
-    fail(ZRT_ERR_INVALID_ARGUMENT,
-         "params->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
-         p->field_mask & ~known);
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_SPACE) *space = space_from_c(p->space, "params->space");
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_LIMIT_BYTES) {
-    if (p->limit_bytes == 0)
-      fail(ZRT_ERR_INVALID_ARGUMENT, "params->limit_bytes is 0: a pool needs memory");
-    o.limit = p->limit_bytes;
-  }
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES) {
-    if (p->segment_bytes == 0)
-      fail(ZRT_ERR_INVALID_ARGUMENT, "params->segment_bytes is 0: a pool grows by whole segments");
-    o.segment_bytes = p->segment_bytes;
-  }
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_ALIGNMENT) o.alignment = p->alignment;
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_COMPACT)
-    o.compact = compact_from_c(p->compact, "params->compact");
-  if (p->field_mask & ZRT_POOL_PARAM_FIELD_NAME) {
-    require_nonnull(p->name, "params->name");
-    o.name = std::string(p->name);
-  }
-  return o;
-}
-
-zrt_memory_space_t space_to_c(MemorySpace space) {
-  return static_cast<zrt_memory_space_t>(static_cast<int>(space));
+  PoolRequest request;
+  std::map<std::string, std::string> no_keys;
+  pool_params_table().read(p, no_keys, request);
+  *space = request.space;
+  return request.overrides;
 }
 
 // The checked paths of zrt_pool_alloc and zrt_pool_free: everything the thread cache
@@ -206,41 +179,10 @@ ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats) {
   return abi_call("zrt_pool_stats", [&] {
     Pool &p = *pool_from(pool).pool;
     require_nonnull(stats, "stats");
-    uint64_t m = stats->field_mask;
-    if (m & ~uint64_t{ZRT_POOL_STATS_FIELD_ALL})
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "stats->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
-           m & ~uint64_t{ZRT_POOL_STATS_FIELD_ALL});
-    PoolStats s = p.stats();
-    if (m & ZRT_POOL_STATS_FIELD_SPACE) stats->space = space_to_c(s.space);
-    if (m & ZRT_POOL_STATS_FIELD_LIMIT) stats->limit_bytes = s.limit;
-    if (m & ZRT_POOL_STATS_FIELD_RESERVED) {
-      stats->reserved_bytes = s.reserved;
-      stats->peak_reserved_bytes = s.peak_reserved;
-    }
-    if (m & ZRT_POOL_STATS_FIELD_LIVE) {
-      stats->live_bytes = s.live;
-      stats->peak_live_bytes = s.peak_live;
-      stats->allocations = s.allocations;
-      stats->movable_allocations = s.movable_allocations;
-    }
-    if (m & ZRT_POOL_STATS_FIELD_FREE) {
-      stats->free_bytes = s.free;
-      stats->largest_free_bytes = s.largest_free;
-      stats->fragmentation = s.fragmentation;
-    }
-    if (m & ZRT_POOL_STATS_FIELD_COMPACTION) {
-      stats->compactions = s.compactions;
-      stats->moved_bytes = s.moved_bytes;
-      stats->generation = s.generation;
-    }
-    if (m & ZRT_POOL_STATS_FIELD_FAILURES) stats->out_of_memory_count = s.out_of_memory;
-    if (m & ZRT_POOL_STATS_FIELD_PLACEMENT) {
-      stats->page_locked = s.page_locked ? 1 : 0;
-      stats->numa_node = s.numa_node;
-      stats->segments = s.segments;
-    }
-    if (m & ZRT_POOL_STATS_FIELD_THREAD_CACHE) stats->thread_cached_bytes = s.thread_cached;
+    pool_stats_table().check(*stats);  // before the stats drain the caches
+    zrt_pool_stats_t out = *stats;
+    pool_stats_table().fill(p.stats(), out);
+    *stats = out;
     return ZRT_SUCCESS;
   });
 }

@@ -1,4 +1,5 @@
 // The C entry points of zerort/memory.h for activation offload.
+#include "memory/memory_fields.hpp"
 #include "memory/memory_part.hpp"
 #include "zerort/memory.h"
 
@@ -33,29 +34,13 @@ ZRT_API zrt_status_t zrt_offload_create(zrt_context_h context, const zrt_offload
     Context &c = context_from(context);
     require_nonnull(offload_p, "offload_p");
     MemoryPart &memory = c.part<MemoryPart>();
-    OffloadOptions o = memory.default_offload_options();
-    Pool *ring_pool = nullptr;
-    if (params != nullptr) {
-      const uint64_t known = ZRT_OFFLOAD_PARAM_FIELD_RING_BYTES |
-                             ZRT_OFFLOAD_PARAM_FIELD_PREFETCH_DEPTH | ZRT_OFFLOAD_PARAM_FIELD_POOL;
-      if (params->field_mask & ~known)
-        fail(ZRT_ERR_INVALID_ARGUMENT,
-             "params->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
-             params->field_mask & ~known);
-      if (params->field_mask & ZRT_OFFLOAD_PARAM_FIELD_RING_BYTES) {
-        o.ring_bytes = params->ring_bytes;
-        o.ring_key = "params->ring_bytes";
-      }
-      if (params->field_mask & ZRT_OFFLOAD_PARAM_FIELD_PREFETCH_DEPTH)
-        o.prefetch_depth = params->prefetch_depth;
-      if (params->field_mask & ZRT_OFFLOAD_PARAM_FIELD_POOL) {
-        PoolEntry &e = pool_table().get(handle_value(params->pool), "params->pool");
-        if (e.part != &memory)
-          fail(ZRT_ERR_INVALID_ARGUMENT, "params->pool belongs to another context");
-        ring_pool = e.pool.get();
-      }
-    }
-    *offload_p = to_handle<zrt_offload_h>(memory.create_offload(std::move(o), ring_pool).handle);
+    OffloadRequest request;
+    request.memory = &memory;
+    request.options = memory.default_offload_options();
+    std::map<std::string, std::string> no_keys;
+    offload_params_table().read(params, no_keys, request);
+    *offload_p = to_handle<zrt_offload_h>(
+        memory.create_offload(std::move(request.options), request.ring_pool).handle);
     return ZRT_SUCCESS;
   });
 }
@@ -125,32 +110,10 @@ ZRT_API zrt_status_t zrt_offload_stats(zrt_offload_h offload, zrt_offload_stats_
   return abi_call("zrt_offload_stats", [&] {
     Offload &o = offload_from(offload);
     require_nonnull(stats, "stats");
-    uint64_t m = stats->field_mask;
-    if (m & ~uint64_t{ZRT_OFFLOAD_STATS_FIELD_ALL})
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "stats->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
-           m & ~uint64_t{ZRT_OFFLOAD_STATS_FIELD_ALL});
-    OffloadStats s = o.stats();
-    if (m & ZRT_OFFLOAD_STATS_FIELD_COUNTS) {
-      stats->pushes = s.pushes;
-      stats->fetches = s.fetches;
-      stats->discards = s.discards;
-      stats->prefetches = s.prefetches;
-      stats->tokens = s.tokens;
-    }
-    if (m & ZRT_OFFLOAD_STATS_FIELD_BYTES) {
-      stats->ring_bytes = s.ring_bytes;
-      stats->ring_used_bytes = s.ring_used;
-      stats->offloaded_bytes = s.offloaded;
-      stats->peak_offloaded_bytes = s.peak_offloaded;
-      stats->device_bytes_saved = s.device_saved;
-      stats->peak_device_bytes_saved = s.peak_device_saved;
-    }
-    if (m & ZRT_OFFLOAD_STATS_FIELD_TIMES) {
-      stats->copy_seconds = s.copy_seconds;
-      stats->exposed_seconds = s.exposed_seconds;
-    }
-    if (m & ZRT_OFFLOAD_STATS_FIELD_ENGINE) stats->engine = s.engine;
+    offload_stats_table().check(*stats);
+    zrt_offload_stats_t out = *stats;
+    offload_stats_table().fill(o.stats(), out);
+    *stats = out;
     return ZRT_SUCCESS;
   });
 }

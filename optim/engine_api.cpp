@@ -2,11 +2,81 @@
 #include "optim/engine.hpp"
 #include "optim/engine_part.hpp"
 #include "runtime/agree.hpp"
+#include "runtime/field_table.hpp"
 #include "zerort/engine.h"
 
 using namespace zrt;
 
 namespace {
+
+struct ParamSource {
+  const ParamInfo &param;
+  zrt_dtype_t dtype;
+};
+
+const ReportTable<zrt_param_info_t, ParamSource> kParamInfo{
+    "zrt_param_info_field",
+    "info_p",
+    {
+        {ZRT_PARAM_INFO_FIELD_NAME, "name",
+         [](const ParamSource &s, zrt_param_info_t &o) { o.name = s.param.name.c_str(); }},
+        {ZRT_PARAM_INFO_FIELD_DTYPE, "dtype",
+         [](const ParamSource &s, zrt_param_info_t &o) { o.dtype = s.dtype; }},
+        {ZRT_PARAM_INFO_FIELD_SHAPE, "ndim, shape, numel",
+         [](const ParamSource &s, zrt_param_info_t &o) {
+           o.ndim = static_cast<int>(s.param.shape.size());
+           for (size_t d = 0; d < 8; ++d)
+             o.shape[d] = d < s.param.shape.size() ? s.param.shape[d] : 0;
+           o.numel = static_cast<int64_t>(s.param.numel);
+         }},
+    }};
+
+const ReportTable<zrt_step_report_t, StepReport> kStepReport{
+    "zrt_step_report_field",
+    "report_p",
+    {
+        {ZRT_STEP_REPORT_FIELD_APPLIED, "applied",
+         [](const StepReport &r, zrt_step_report_t &o) { o.applied = r.applied; }},
+        {ZRT_STEP_REPORT_FIELD_SKIPPED, "skipped",
+         [](const StepReport &r, zrt_step_report_t &o) { o.skipped = r.skipped; }},
+        {ZRT_STEP_REPORT_FIELD_STEP, "step",
+         [](const StepReport &r, zrt_step_report_t &o) { o.step = r.step; }},
+        {ZRT_STEP_REPORT_FIELD_LOSS_SCALE, "loss_scale",
+         [](const StepReport &r, zrt_step_report_t &o) { o.loss_scale = r.loss_scale; }},
+        {ZRT_STEP_REPORT_FIELD_GRAD_NORM, "grad_norm",
+         [](const StepReport &r, zrt_step_report_t &o) { o.grad_norm = r.grad_norm; }},
+    }};
+
+const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{
+    "zrt_memory_report_field",
+    "report_p",
+    {
+        {ZRT_MEMORY_REPORT_FIELD_PARAMETER_COUNT, "parameter_count",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.parameter_count = r.parameter_count;
+         }},
+        {ZRT_MEMORY_REPORT_FIELD_PARAMETERS, "parameters",
+         [](const MemoryReport &r, zrt_memory_report_t &o) { o.parameters = r.parameters; }},
+        {ZRT_MEMORY_REPORT_FIELD_GRADIENTS, "gradients",
+         [](const MemoryReport &r, zrt_memory_report_t &o) { o.gradients = r.gradients; }},
+        {ZRT_MEMORY_REPORT_FIELD_MASTER_WEIGHTS, "master_weights",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.master_weights = r.master_weights;
+         }},
+        {ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE, "optimizer_state",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.optimizer_state = r.optimizer_state;
+         }},
+        {ZRT_MEMORY_REPORT_FIELD_BUCKETS, "buckets",
+         [](const MemoryReport &r, zrt_memory_report_t &o) { o.buckets = r.buckets; }},
+        {ZRT_MEMORY_REPORT_FIELD_TOTAL, "total",
+         [](const MemoryReport &r, zrt_memory_report_t &o) { o.total = r.total(); }},
+        {ZRT_MEMORY_REPORT_FIELD_GATHER, "gather_fetches, gather_evictions",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.gather_fetches = r.gather_fetches;
+           o.gather_evictions = r.gather_evictions;
+         }},
+    }};
 
 Engine &engine_from(zrt_engine_h h) {
   return engine_table().get(handle_value(h), "engine");
@@ -67,13 +137,8 @@ ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
     Engine &e = engine_from(engine);
     const ParamInfo &p = e.param(param_index(e, param));
     require_nonnull(info_p, "info_p");
-    zrt_param_info_t info{};
-    info.name = p.name.c_str();
-    info.dtype = e.settings().dtype;
-    info.ndim = static_cast<int>(p.shape.size());
-    for (size_t d = 0; d < p.shape.size(); ++d)
-      info.shape[d] = p.shape[d];
-    info.numel = static_cast<int64_t>(p.numel);
+    zrt_param_info_t info = *info_p;
+    kParamInfo.fill(ParamSource{p, e.settings().dtype}, info);
     *info_p = info;
     return ZRT_SUCCESS;
   });
@@ -155,8 +220,16 @@ ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param) {
 
 ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p) {
   return abi_call("zrt_engine_step", [&] {
-    zrt_step_report_t r = engine_from(engine).step();
-    if (report_p != nullptr) *report_p = r;
+    Engine &e = engine_from(engine);
+    // A bad mask fails every rank's step before it starts, not one rank's after it.
+    StepReport r = e.step([&] {
+      if (report_p != nullptr) kStepReport.check(*report_p);
+    });
+    if (report_p != nullptr) {
+      zrt_step_report_t out = *report_p;
+      kStepReport.fill(r, out);
+      *report_p = out;
+    }
     return ZRT_SUCCESS;
   });
 }
@@ -206,7 +279,9 @@ ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t 
   return abi_call("zrt_engine_memory", [&] {
     Engine &e = engine_from(engine);
     require_nonnull(report_p, "report_p");
-    *report_p = e.memory();
+    zrt_memory_report_t out = *report_p;
+    kMemoryReport.fill(e.memory(), out);
+    *report_p = out;
     return ZRT_SUCCESS;
   });
 }

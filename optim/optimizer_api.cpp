@@ -3,18 +3,79 @@
 
 #include "comm/dtype.hpp"
 #include "optim/engine_part.hpp"
+#include "runtime/field_table.hpp"
 #include "zerort/optimizer.h"
 
 using namespace zrt;
 
+namespace {
+
+using Args = zrt_adam_args_t;
+
+// The arguments with the defaults of the fields the caller did not set.
+const ParamTable<Args, Args> kArgs{
+    "zrt_adam_args_field",
+    "args",
+    {
+        {ZRT_ADAM_ARG_FIELD_LR, "lr", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) { o.lr = a.lr; }},
+        {ZRT_ADAM_ARG_FIELD_BETAS, "beta1, beta2", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) {
+           o.beta1 = a.beta1;
+           o.beta2 = a.beta2;
+         }},
+        {ZRT_ADAM_ARG_FIELD_EPS, "eps", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) { o.eps = a.eps; }},
+        {ZRT_ADAM_ARG_FIELD_WEIGHT_DECAY, "weight_decay", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) {
+           o.weight_decay = a.weight_decay;
+         }},
+        {ZRT_ADAM_ARG_FIELD_DECOUPLED, "decoupled", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) {
+           o.decoupled = a.decoupled;
+         }},
+        {ZRT_ADAM_ARG_FIELD_STEP, "step", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) { o.step = a.step; }},
+        {ZRT_ADAM_ARG_FIELD_GRAD_SCALE, "grad_scale", nullptr, nullptr,
+         [](const Args &a, std::map<std::string, std::string> &, Args &o) {
+           o.grad_scale = a.grad_scale;
+         }},
+    }};
+
+Args resolve(const Args *in) {
+  require_nonnull(in, "args");
+  check_field_mask(in->field_mask, kArgs.known(), "args");
+  struct Required {
+    uint64_t bit;
+    const char *member, *bit_name;
+  };
+  for (const Required &r : {Required{ZRT_ADAM_ARG_FIELD_LR, "lr", "ZRT_ADAM_ARG_FIELD_LR"},
+                            Required{ZRT_ADAM_ARG_FIELD_STEP, "step", "ZRT_ADAM_ARG_FIELD_STEP"}})
+    if ((in->field_mask & r.bit) == 0)
+      fail(ZRT_ERR_INVALID_ARGUMENT, "args->{} is required: set it and {} in args->field_mask",
+           r.member, r.bit_name);
+  Args a{};
+  a.beta1 = 0.9;
+  a.beta2 = 0.999;
+  a.eps = 1e-8;
+  a.decoupled = 1;
+  a.grad_scale = 1;
+  std::map<std::string, std::string> no_keys;
+  kArgs.read(in, no_keys, a);
+  return a;
+}
+
+}  // namespace
+
 extern "C" {
 
-ZRT_API zrt_status_t zrt_optimizer_adam(zrt_context_h context, const zrt_adam_args_t *args,
+ZRT_API zrt_status_t zrt_optimizer_adam(zrt_context_h context, const zrt_adam_args_t *args_in,
                                         float *weights, float *m, float *v, const void *grads,
                                         zrt_dtype_t grad_dtype, size_t count) {
   return abi_call("zrt_optimizer_adam", [&] {
     EnginePart &part = context_from(context).part<EnginePart>();
-    require_nonnull(args, "args");
+    const Args resolved = resolve(args_in);
+    const Args *args = &resolved;
     if (count > 0) {
       require_nonnull(weights, "weights");
       require_nonnull(m, "m");
@@ -31,6 +92,8 @@ ZRT_API zrt_status_t zrt_optimizer_adam(zrt_context_h context, const zrt_adam_ar
       fail(ZRT_ERR_INVALID_ARGUMENT, "args->beta1 and beta2 must lie in [0, 1)");
     if (!(args->eps > 0) || !(args->lr >= 0) || !(args->weight_decay >= 0))
       fail(ZRT_ERR_INVALID_ARGUMENT, "args: eps must be > 0, lr and weight_decay >= 0");
+    if (!std::isfinite(args->grad_scale))
+      fail(ZRT_ERR_INVALID_ARGUMENT, "args->grad_scale is {}: it must be finite", args->grad_scale);
     const double t = static_cast<double>(args->step);
     const double bc1 = 1 - std::pow(args->beta1, t), bc2 = 1 - std::pow(args->beta2, t);
     AdamStep s;

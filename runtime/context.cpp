@@ -5,6 +5,7 @@
 
 #include "runtime/agree.hpp"
 #include "runtime/build_config.hpp"
+#include "runtime/field_table.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
 #include "runtime/mpi_lifetime.hpp"
@@ -47,30 +48,36 @@ const char *enum_text(zrt_bind_t bind) {
        static_cast<int>(bind));
 }
 
+using InitParams = zrt_init_params_t;
+
+std::string log_level_text(const InitParams &p) {
+  if (p.log_level < ZRT_LOG_ERROR || p.log_level > ZRT_LOG_TRACE)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "params->log_level is {}: accepted values are ZRT_LOG_ERROR .. ZRT_LOG_TRACE",
+         static_cast<int>(p.log_level));
+  return enum_text(p.log_level);
+}
+
+const ParamTable<InitParams> kInitParams{
+    "zrt_init_params_field",
+    "params",
+    {
+        {ZRT_INIT_PARAM_FIELD_LOG_LEVEL, "log_level", "log_level", log_level_text},
+        {ZRT_INIT_PARAM_FIELD_CONFIG_FILE, "config_file", "config_file",
+         [](const InitParams &p) {
+           require_nonnull(p.config_file, "params->config_file");
+           return std::string(p.config_file);
+         }},
+        {ZRT_INIT_PARAM_FIELD_BIND, "bind", "bind",
+         [](const InitParams &p) { return std::string(enum_text(p.bind)); }},
+        {ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE, "ranks_per_node", "ranks_per_node",
+         number_text<&InitParams::ranks_per_node>},
+    }};
+
 // The program's settings from zrt_init_params_t, by configuration key.
 std::map<std::string, std::string> params_settings(const zrt_init_params_t *p) {
   std::map<std::string, std::string> out;
-  if (p == nullptr) return out;
-  const uint64_t known = ZRT_INIT_PARAM_FIELD_LOG_LEVEL | ZRT_INIT_PARAM_FIELD_CONFIG_FILE |
-                         ZRT_INIT_PARAM_FIELD_BIND | ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE;
-  if (p->field_mask & ~known)
-    fail(ZRT_ERR_INVALID_ARGUMENT,
-         "params->field_mask has unknown bits 0x{:x} (a header newer than the library?)",
-         p->field_mask & ~known);
-  if (p->field_mask & ZRT_INIT_PARAM_FIELD_LOG_LEVEL) {
-    if (p->log_level < ZRT_LOG_ERROR || p->log_level > ZRT_LOG_TRACE)
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "params->log_level is {}: accepted values are ZRT_LOG_ERROR .. ZRT_LOG_TRACE",
-           static_cast<int>(p->log_level));
-    out["log_level"] = enum_text(p->log_level);
-  }
-  if (p->field_mask & ZRT_INIT_PARAM_FIELD_CONFIG_FILE) {
-    require_nonnull(p->config_file, "params->config_file");
-    out["config_file"] = p->config_file;
-  }
-  if (p->field_mask & ZRT_INIT_PARAM_FIELD_BIND) out["bind"] = enum_text(p->bind);
-  if (p->field_mask & ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE)
-    out["ranks_per_node"] = std::to_string(p->ranks_per_node);
+  kInitParams.read(p, out);
   return out;
 }
 

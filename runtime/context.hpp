@@ -1,9 +1,9 @@
 // The context behind zrt_context_h: zerort's duplicate of the caller's communicator, the
 // resolved configuration, the topology, and one part per upper layer.
 //
-// Upper layers (comm, memory, optim) may not be called from runtime (see DESIGN.md), so
-// they register a factory for their ContextPart; zrt_init creates the parts in layer order
-// and zrt_finalize destroys them in reverse.
+// Upper layers (comm, memory, optim) may not be called from runtime (see HACKING.md,
+// "Layers and files"), so they register a factory for their ContextPart; zrt_init creates
+// the parts in layer order and zrt_finalize destroys them in reverse.
 #pragma once
 
 #include <mpi.h>

@@ -1,10 +1,51 @@
 // The C entry points of zerort/context.h.
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
+#include "runtime/field_table.hpp"
+#include "runtime/format_bytes.hpp"
 #include "runtime/string_out.hpp"
 #include "zerort/context.h"
 
 using namespace zrt;
+
+namespace {
+
+using Attr = zrt_context_attr_t;
+
+const ReportTable<Attr, Context> kContextAttr{
+    "zrt_context_attr_field",
+    "attr",
+    {
+        {ZRT_CONTEXT_ATTR_FIELD_RANK, "rank", [](const Context &c, Attr &a) { a.rank = c.rank(); }},
+        {ZRT_CONTEXT_ATTR_FIELD_SIZE, "size", [](const Context &c, Attr &a) { a.size = c.size(); }},
+        {ZRT_CONTEXT_ATTR_FIELD_NODE, "node_id, node_count",
+         [](const Context &c, Attr &a) {
+           a.node_id = c.topology().layout().node_id;
+           a.node_count = c.topology().layout().node_count;
+         }},
+        {ZRT_CONTEXT_ATTR_FIELD_LOCAL, "local_rank, local_size",
+         [](const Context &c, Attr &a) {
+           a.local_rank = c.topology().layout().local_rank;
+           a.local_size = c.topology().layout().local_size;
+         }},
+        {ZRT_CONTEXT_ATTR_FIELD_BINDING, "bound_by, bound_pus, numa_node",
+         [](const Context &c, Attr &a) {
+           a.bound_by = c.topology().bound_by();
+           a.bound_pus = c.topology().bound_pus();
+           a.numa_node = c.topology().numa_node();
+         }},
+        {ZRT_CONTEXT_ATTR_FIELD_DEVICES, "gpu_count, gpu, nic_count",
+         [](const Context &c, Attr &a) {
+           const Topology &t = c.topology();
+           a.gpu_count = static_cast<int>(t.gpus().size());
+           a.gpu = t.gpu() >= 0 ? t.gpus()[static_cast<size_t>(t.gpu())].cuda_index : -1;
+           a.nic_count = static_cast<int>(t.nics().size());
+         }},
+        {ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL, "log_level",
+         [](const Context &c, Attr &a) { a.log_level = c.log_level(); }},
+    }};
+
+}  // namespace
 
 extern "C" {
 
@@ -50,29 +91,9 @@ ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t
   return abi_call("zrt_context_query", [&] {
     const Context &c = context_from(context);
     require_nonnull(attr, "attr");
-    const Topology &t = c.topology();
-    const uint64_t m = attr->field_mask;
-    if (m & ZRT_CONTEXT_ATTR_FIELD_RANK) attr->rank = c.rank();
-    if (m & ZRT_CONTEXT_ATTR_FIELD_SIZE) attr->size = c.size();
-    if (m & ZRT_CONTEXT_ATTR_FIELD_NODE) {
-      attr->node_id = t.layout().node_id;
-      attr->node_count = t.layout().node_count;
-    }
-    if (m & ZRT_CONTEXT_ATTR_FIELD_LOCAL) {
-      attr->local_rank = t.layout().local_rank;
-      attr->local_size = t.layout().local_size;
-    }
-    if (m & ZRT_CONTEXT_ATTR_FIELD_BINDING) {
-      attr->bound_by = t.bound_by();
-      attr->bound_pus = t.bound_pus();
-      attr->numa_node = t.numa_node();
-    }
-    if (m & ZRT_CONTEXT_ATTR_FIELD_DEVICES) {
-      attr->gpu_count = static_cast<int>(t.gpus().size());
-      attr->gpu = t.gpu() >= 0 ? t.gpus()[static_cast<size_t>(t.gpu())].cuda_index : -1;
-      attr->nic_count = static_cast<int>(t.nics().size());
-    }
-    if (m & ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL) attr->log_level = c.log_level();
+    zrt_context_attr_t out = *attr;
+    kContextAttr.fill(c, out);
+    *attr = out;
     return ZRT_SUCCESS;
   });
 }
@@ -92,6 +113,13 @@ ZRT_API zrt_status_t zrt_get_version(unsigned *major_p, unsigned *minor_p, unsig
   if (patch_p != nullptr) *patch_p = ZRT_VERSION_PATCH;
   if (api_version_p != nullptr) *api_version_p = ZRT_API_VERSION;
   return ZRT_SUCCESS;
+}
+
+ZRT_API zrt_status_t zrt_format_bytes(uint64_t bytes, char *buf, size_t size, size_t *length_p) {
+  return abi_call("zrt_format_bytes", [&] {
+    copy_out(format_bytes(bytes), buf, size, length_p);
+    return ZRT_SUCCESS;
+  });
 }
 
 ZRT_API zrt_status_t zrt_config_schema(char *buf, size_t size, size_t *length_p) {

@@ -119,7 +119,16 @@ int run_adam(const AdamOptions &opt) {
     m[i] = v[i] = 0;
   }
 
-  zrt_adam_args_t args = {1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 1, 1.0};
+  zrt_adam_args_t args = {};
+  args.field_mask = ZRT_ADAM_ARG_FIELD_ALL;
+  args.lr = 1e-3;
+  args.beta1 = 0.9;
+  args.beta2 = 0.999;
+  args.eps = 1e-8;
+  args.weight_decay = 0.01;
+  args.decoupled = 1;
+  args.step = 1;
+  args.grad_scale = 1.0;
   std::vector<double> times;
   for (int it = 0; it <= opt.iters; ++it) {
     args.step = it + 1;

@@ -148,7 +148,8 @@ int run_ckpt(const CkptOptions &opt) {
     void *grad = nullptr;
     CCHECK(zrt_param_gather(e, handles[i]));
     CCHECK(zrt_grad_data(e, handles[i], &grad));
-    zrt_param_info_t info = {};
+    zrt_param_info_t info{};
+    info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
     CCHECK(zrt_param_info(e, handles[i], &info));
     std::fill_n(static_cast<float *>(grad), info.numel, 1e-3f);
     CCHECK(zrt_grad_ready(e, handles[i]));

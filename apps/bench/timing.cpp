@@ -1,6 +1,7 @@
 #include "timing.hpp"
 
 #include <fmt/format.h>
+#include <zerort/zerort.h>
 
 #include <algorithm>
 #include <cctype>
@@ -29,16 +30,11 @@ Timing time_collective(MPI_Comm comm, const TimingPolicy &policy, const std::fun
 }
 
 std::string format_bytes(size_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  double v = static_cast<double>(bytes);
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  // Three significant digits at most, never in exponent form.
-  if (v >= 100) return fmt::format("{:.0f} {}", v, units[u]);
-  return fmt::format("{:.3g} {}", v, units[u]);
+  char text[32];
+  size_t length = 0;
+  if (zrt_format_bytes(bytes, text, sizeof text, &length) != ZRT_SUCCESS)
+    return std::to_string(bytes) + " B";
+  return text;
 }
 
 bool parse_bytes(const std::string &text, size_t *bytes) {

@@ -23,7 +23,7 @@ struct Timing {
 // Collective over comm: one warm-up call, then samples until the policy is met.
 Timing time_collective(MPI_Comm comm, const TimingPolicy &policy, const std::function<void()> &fn);
 
-// "1 KiB", "64 MiB"
+// "1 KiB", "64 MiB": zerort's own wording (zrt_format_bytes)
 std::string format_bytes(size_t bytes);
 // Parses "1K", "256M", "4096"; returns false on garbage.
 bool parse_bytes(const std::string &text, size_t *bytes);

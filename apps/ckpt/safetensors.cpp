@@ -1,9 +1,8 @@
 #include "safetensors.hpp"
 
-#include "runtime/half.hpp"  // header-only conversions, no internals
-
 #include <fmt/format.h>
 
+#include <zerort/zerort.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -16,6 +15,11 @@ namespace safetensors {
 namespace {
 
 constexpr size_t kMaxHeader = size_t{100} << 20;  // the reference implementation's bound
+
+void convert(const void *in, zrt_dtype_t from, void *out, zrt_dtype_t to, size_t count) {
+  if (zrt_dtype_convert(in, from, out, to, count) != ZRT_SUCCESS)
+    throw Error(zrt_last_error_message());
+}
 
 }  // namespace
 
@@ -98,24 +102,25 @@ File parse(const uint8_t *bytes, size_t size) {
 
 std::vector<float> to_float(const Tensor &t, const uint8_t *data) {
   const uint8_t *p = data + t.offset;
-  size_t n = t.length / std::max<size_t>(dtype_size(t.dtype), 1);
+  const size_t esize = dtype_size(t.dtype);
+  const size_t n = t.length / std::max<size_t>(esize, 1);
+  zrt_dtype_t from;
+  if (t.dtype == "F32")
+    from = ZRT_DTYPE_FP32;
+  else if (t.dtype == "F64")
+    from = ZRT_DTYPE_FP64;
+  else if (t.dtype == "BF16")
+    from = ZRT_DTYPE_BF16;
+  else if (t.dtype == "F16")
+    from = ZRT_DTYPE_FP16;
+  else
+    throw Error(fmt::format("tensor '{}': dtype {} is not a floating-point type", t.name, t.dtype));
+  // The bytes may sit at any offset of the file: copy them to aligned memory, then convert
+  // with zerort's own rounding, as the engine does.
+  std::vector<uint64_t> raw((n * esize + 7) / 8);
+  std::memcpy(raw.data(), p, n * esize);
   std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (t.dtype == "F32") {
-      std::memcpy(&out[i], p + 4 * i, 4);
-    } else if (t.dtype == "F64") {
-      double d;
-      std::memcpy(&d, p + 8 * i, 8);
-      out[i] = static_cast<float>(d);
-    } else if (t.dtype == "F16" || t.dtype == "BF16") {
-      uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      out[i] = t.dtype == "BF16" ? zrt::bf16_to_float(h) : zrt::fp16_to_float(h);
-    } else {
-      throw Error(
-          fmt::format("tensor '{}': dtype {} is not a floating-point type", t.name, t.dtype));
-    }
-  }
+  convert(raw.data(), from, out.data(), ZRT_DTYPE_FP32, n);
   return out;
 }
 
@@ -148,8 +153,8 @@ void write(const std::string &path, const std::vector<Output> &tensors, const st
       continue;
     }
     std::vector<uint16_t> half(t.values.size());
-    for (size_t i = 0; i < half.size(); ++i)
-      half[i] = dtype == "BF16" ? zrt::float_to_bf16(t.values[i]) : zrt::float_to_fp16(t.values[i]);
+    convert(t.values.data(), ZRT_DTYPE_FP32, half.data(),
+            dtype == "BF16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP16, half.size());
     out.write(reinterpret_cast<const char *>(half.data()),
               static_cast<std::streamsize>(half.size() * 2));
   }

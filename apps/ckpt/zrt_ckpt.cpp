@@ -46,7 +46,8 @@ class Reader {
     return n;
   }
   zrt_checkpoint_tensor_t tensor(int i) const {
-    zrt_checkpoint_tensor_t t;
+    zrt_checkpoint_tensor_t t{};
+    t.field_mask = ZRT_CHECKPOINT_TENSOR_FIELD_ALL;
     check(zrt_checkpoint_tensor(h_, i, &t), "zrt_checkpoint_tensor");
     return t;
   }

@@ -1,7 +1,5 @@
 #include "selfcheck.hpp"
 
-#include "runtime/half.hpp"  // header-only conversions, no internals
-
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -29,24 +27,12 @@ size_t dtype_bytes(zrt_dtype_t dt) {
   return s;
 }
 
-// Stores v (an exact small value, or the average computed in the dtype's way) at index i.
+// Stores v (an exact small value, or the average computed in the dtype's way) at index i,
+// rounded as zerort rounds (zrt_dtype_convert).
 void store(void *buf, size_t i, zrt_dtype_t dt, double v) {
-  switch (dt) {
-    case ZRT_DTYPE_FP32:
-      static_cast<float *>(buf)[i] = static_cast<float>(v);
-      break;
-    case ZRT_DTYPE_FP64:
-      static_cast<double *>(buf)[i] = v;
-      break;
-    case ZRT_DTYPE_BF16:
-      static_cast<uint16_t *>(buf)[i] = zrt::float_to_bf16(static_cast<float>(v));
-      break;
-    case ZRT_DTYPE_FP16:
-      static_cast<uint16_t *>(buf)[i] = zrt::float_to_fp16(static_cast<float>(v));
-      break;
-    default:
-      break;
-  }
+  size_t esize = 0;
+  zrt_dtype_size(dt, &esize);
+  zrt_dtype_convert(&v, ZRT_DTYPE_FP64, static_cast<char *>(buf) + i * esize, dt, 1);
 }
 
 // The expected reduced value: the exact sum, and for avg the division in the precision

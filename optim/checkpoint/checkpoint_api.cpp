@@ -1,5 +1,6 @@
 // The C entry points of zerort/checkpoint.h.
 #include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_fields.hpp"
 #include "optim/checkpoint/checkpoint_file.hpp"
 #include "optim/engine.hpp"
 #include "optim/engine_part.hpp"
@@ -32,26 +33,10 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
   return abi_call("zrt_checkpoint_save", [&] {
     Engine &e = engine_of(engine);
     require_nonnull(path, "path");
-    std::string metadata;
-    int keep_last = 0;
-    if (params != nullptr) {
-      const uint64_t known =
-          ZRT_CHECKPOINT_PARAM_FIELD_METADATA | ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
-      if (params->field_mask & ~known)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "params->field_mask has unknown bits 0x{:x}",
-             params->field_mask & ~known);
-      if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_METADATA) {
-        require_nonnull(params->metadata, "params->metadata");
-        metadata = params->metadata;
-      }
-      if (params->field_mask & ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST) {
-        if (params->keep_last < 0)
-          fail(ZRT_ERR_INVALID_ARGUMENT, "params->keep_last is {}: it must be >= 0",
-               params->keep_last);
-        keep_last = params->keep_last;
-      }
-    }
-    checkpoint::save(e, path, metadata, keep_last);
+    SaveOptions options;
+    std::map<std::string, std::string> no_keys;
+    checkpoint_params_table().read(params, no_keys, options);
+    checkpoint::save(e, path, options.metadata, options.keep_last);
     return ZRT_SUCCESS;
   });
 }
@@ -116,7 +101,9 @@ ZRT_API zrt_status_t zrt_checkpoint_tensor(zrt_checkpoint_h checkpoint, int inde
   return abi_call("zrt_checkpoint_tensor", [&] {
     CheckpointFile &f = file_of(checkpoint);
     require_nonnull(tensor_p, "tensor_p");
-    *tensor_p = f.tensor(index);
+    zrt_checkpoint_tensor_t out = *tensor_p;
+    checkpoint_tensor_table().fill(f.tensor(index), out);
+    *tensor_p = out;
     return ZRT_SUCCESS;
   });
 }

@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n = 0;
     zrt_checkpoint_tensor_count(c, &n);
     for (int i = 0; i < n && i < 16; ++i) {
-      zrt_checkpoint_tensor_t t;
+      zrt_checkpoint_tensor_t t{};
+      t.field_mask = ZRT_CHECKPOINT_TENSOR_FIELD_ALL;
       if (zrt_checkpoint_tensor(c, i, &t) != ZRT_SUCCESS || t.numel > (1 << 24)) continue;
       std::vector<float> v(static_cast<size_t>(t.numel));
       zrt_checkpoint_read(c, i, v.data());

@@ -96,7 +96,8 @@ struct Model {
     }
     EXPECT_EQ(zrt_engine_commit(engine), ZRT_SUCCESS) << test::last_error();
     for (size_t t = 0; t < params.size(); ++t) {
-      zrt_param_info_t info;
+      zrt_param_info_t info{};
+      info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
       zrt_param_info(engine, params[t], &info);
       std::vector<float> v(static_cast<size_t>(info.numel));
       for (size_t i = 0; i < v.size(); ++i)
@@ -114,7 +115,8 @@ struct Model {
   void train(int steps, int first_step) {
     for (int s = first_step; s < first_step + steps; ++s) {
       for (size_t t = 0; t < params.size(); ++t) {
-        zrt_param_info_t info;
+        zrt_param_info_t info{};
+        info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
         zrt_param_info(engine, params[t], &info);
         ASSERT_EQ(zrt_param_gather(engine, params[t]), ZRT_SUCCESS) << test::last_error();
         void *w = nullptr, *g = nullptr;
@@ -134,7 +136,8 @@ struct Model {
   std::vector<std::vector<float>> values() {
     std::vector<std::vector<float>> out;
     for (zrt_param_h h : params) {
-      zrt_param_info_t info;
+      zrt_param_info_t info{};
+      info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
       zrt_param_info(engine, h, &info);
       out.emplace_back(static_cast<size_t>(info.numel));
       EXPECT_EQ(zrt_param_get(engine, h, out.back().data(), ZRT_DTYPE_FP32), ZRT_SUCCESS);
@@ -152,7 +155,8 @@ std::map<std::string, std::vector<float>> read_all(const std::string &path) {
   int n = 0;
   zrt_checkpoint_tensor_count(c, &n);
   for (int i = 0; i < n; ++i) {
-    zrt_checkpoint_tensor_t t;
+    zrt_checkpoint_tensor_t t{};
+    t.field_mask = ZRT_CHECKPOINT_TENSOR_FIELD_ALL;
     zrt_checkpoint_tensor(c, i, &t);
     std::vector<float> v(static_cast<size_t>(t.numel));
     EXPECT_EQ(zrt_checkpoint_read(c, i, v.data()), ZRT_SUCCESS);
@@ -447,6 +451,7 @@ TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
   }
   m.train(1, 0);  // moments start from zero: a normal first step
   zrt_step_report_t r{};
+  r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
   for (zrt_param_h h : m.params) {
     void *g = nullptr;
     CHECK_OK(zrt_grad_data(m.engine, h, &g));

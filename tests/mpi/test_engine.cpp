@@ -201,10 +201,12 @@ void train(const RunSpec &run, Result *out) {
       for (size_t t = 0; t < h.size(); ++t)
         CHECK_OK(zrt_param_release(e, h[t]));
       zrt_step_report_t report{};
+      report.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
       CHECK_OK(zrt_engine_step(e, &report));
       if (micro + 1 == run.accumulation) out->reports.push_back(report);
     }
   }
+  out->memory.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
   CHECK_OK(zrt_engine_memory(e, &out->memory));
   out->params.resize(h.size());
   for (size_t t = 0; t < h.size(); ++t) {
@@ -461,6 +463,12 @@ TEST(Engine, Stage3EvictionAndRegatherKeepResultsExact) {
   run.max_live = 0;  // every release frees its bucket: every gather communicates
   train(run, &evicting);
   EXPECT_TRUE(bitwise_equal(cached, evicting));
+  // The limit took effect (the params struct's max_live_parameters was once ignored): with
+  // room for everything nothing is evicted; with none, every released group goes.
+  EXPECT_EQ(cached.memory.gather_evictions, 0u);
+  EXPECT_GT(evicting.memory.gather_evictions, 0u);
+  EXPECT_GE(evicting.memory.gather_fetches, cached.memory.gather_fetches);
+  EXPECT_GT(cached.memory.gather_fetches, 0u);
 }
 
 TEST(Engine, OptimizerOffloadGivesTheSameParameters) {

@@ -61,6 +61,7 @@ TEST(EngineMemory, ReportMatchesTheZeroFormulasPlusBuckets) {
       }
       CHECK_OK(zrt_engine_commit(e.e));
       zrt_memory_report_t m{};
+      m.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
       CHECK_OK(zrt_engine_memory(e.e, &m));
       const double P = static_cast<double>(m.parameter_count);
       EXPECT_EQ(m.parameter_count, std::accumulate(sizes.begin(), sizes.end(), int64_t{0}));
@@ -118,6 +119,7 @@ TEST(EngineLossScale, OverflowOnOneRankSkipsTheStepEverywhereAndTheScaleRecovers
   };
 
   zrt_step_report_t r{};
+  r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
   micro_step(false, &r);
   EXPECT_TRUE(r.applied);
   EXPECT_EQ(r.loss_scale, 256);
@@ -299,6 +301,7 @@ TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
     CHECK_OK(zrt_grad_ready(g.e, h));
   }
   zrt_step_report_t r{};
+  r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
   CHECK_OK(zrt_engine_step(g.e, &r));
   EXPECT_TRUE(r.applied);
 
@@ -342,4 +345,103 @@ TEST(EngineErrors, Stage3NeedsGatherBeforeUse) {
   CHECK_OK(zrt_param_data(e.e, h, &ptr));
   EXPECT_EQ(std::memcmp(ptr, v.data(), 40 * 4), 0) << "gathered values are the full tensor";
   CHECK_OK(zrt_param_release(e.e, h));
+}
+
+TEST(EngineReports, OnlyTheFieldsOfTheMaskAreWrittenAndUnknownBitsFailEveryRank) {
+  zrt_engine_params_t p = basic(2, ZRT_DTYPE_FP32);
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape[2] = {3, 5};
+  zrt_param_h h;
+  CHECK_OK(zrt_param_register(e.e, "w", ZRT_DTYPE_FP32, 2, shape, &h));
+  CHECK_OK(zrt_engine_commit(e.e));
+  auto ready = [&] {
+    void *g = nullptr;
+    ASSERT_EQ(zrt_grad_data(e.e, h, &g), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_grad_ready(e.e, h), ZRT_SUCCESS);
+  };
+
+  // A field outside the mask keeps the caller's value.
+  zrt_param_info_t info{};
+  info.field_mask = ZRT_PARAM_INFO_FIELD_SHAPE;
+  info.name = "untouched";
+  CHECK_OK(zrt_param_info(e.e, h, &info));
+  EXPECT_EQ(info.numel, 15);
+  EXPECT_EQ(info.ndim, 2);
+  EXPECT_STREQ(info.name, "untouched");
+  info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
+  CHECK_OK(zrt_param_info(e.e, h, &info));
+  EXPECT_STREQ(info.name, "w");
+  info.field_mask = uint64_t{1} << 40;
+  EXPECT_EQ(zrt_param_info(e.e, h, &info), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("info_p->field_mask has unknown bits 0x10000000000");
+
+  ready();
+  zrt_step_report_t r{};
+  r.field_mask = ZRT_STEP_REPORT_FIELD_STEP;
+  r.grad_norm = -7;
+  CHECK_OK(zrt_engine_step(e.e, &r));
+  EXPECT_EQ(r.step, 1);
+  EXPECT_EQ(r.grad_norm, -7);  // not asked for
+  EXPECT_EQ(r.applied, 0);
+
+  // One rank passes a mask this library does not know: the step fails on every rank before
+  // it starts, and the engine stays usable.
+  ready();
+  r.field_mask =
+      test::rank() == test::size() - 1 ? uint64_t{1} << 40 : uint64_t{ZRT_STEP_REPORT_FIELD_ALL};
+  EXPECT_EQ(zrt_engine_step(e.e, &r), ZRT_ERR_INVALID_ARGUMENT);
+  mentions(fmt::format("rank {}: report_p->field_mask has unknown bits 0x10000000000",
+                       test::size() - 1));
+  ready();
+  r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
+  CHECK_OK(zrt_engine_step(e.e, &r));
+  EXPECT_TRUE(r.applied);
+  EXPECT_EQ(r.step, 2);  // the failed step changed nothing
+
+  zrt_memory_report_t m{};
+  m.field_mask = ZRT_MEMORY_REPORT_FIELD_TOTAL;
+  m.parameters = -1;
+  CHECK_OK(zrt_engine_memory(e.e, &m));
+  EXPECT_GT(m.total, 0);
+  EXPECT_EQ(m.parameters, -1);
+  m.field_mask = ~uint64_t{0};
+  EXPECT_EQ(zrt_engine_memory(e.e, &m), ZRT_ERR_INVALID_ARGUMENT);
+}
+
+TEST(OptimizerApi, AdamTakesDefaultsForUnsetFieldsAndRequiresLrAndStep) {
+  const size_t n = 37;
+  std::vector<float> w(n), m(n, 0), v(n, 0), g(n);
+  for (size_t i = 0; i < n; ++i) {
+    w[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+    g[i] = 0.05f * static_cast<float>(i % 5) - 0.1f;
+  }
+  std::vector<float> w0 = w;
+  zrt_adam_args_t a{};
+  a.field_mask = ZRT_ADAM_ARG_FIELD_LR | ZRT_ADAM_ARG_FIELD_STEP | ZRT_ADAM_ARG_FIELD_WEIGHT_DECAY;
+  a.lr = 0.01;
+  a.step = 1;
+  a.weight_decay = 0.1;
+  a.beta1 = a.beta2 = a.eps = a.grad_scale = 123;  // not in the mask: defaults apply
+  CHECK_OK(zrt_optimizer_adam(test::context(), &a, w.data(), m.data(), v.data(), g.data(),
+                              ZRT_DTYPE_FP32, n));
+  for (size_t i = 0; i < n; ++i) {
+    // AdamW's first step with beta 0.9 / 0.999, eps 1e-8: the update is lr * sign(g) (the
+    // bias-corrected m / sqrt(v) is g / |g|), after a decay of lr * wd * w.
+    double expect = w0[i] - 0.01 * 0.1 * w0[i];
+    if (g[i] != 0)
+      expect -= 0.01 * (g[i] > 0 ? 1 : -1) * std::fabs(g[i]) / (std::fabs(g[i]) + 1e-8);
+    EXPECT_NEAR(w[i], expect, 1e-6) << i;
+    EXPECT_NEAR(m[i], 0.1 * g[i], 1e-7) << i;
+  }
+  a.field_mask = ZRT_ADAM_ARG_FIELD_LR;
+  EXPECT_EQ(zrt_optimizer_adam(test::context(), &a, w.data(), m.data(), v.data(), g.data(),
+                               ZRT_DTYPE_FP32, n),
+            ZRT_ERR_INVALID_ARGUMENT);
+  mentions("args->step is required: set it and ZRT_ADAM_ARG_FIELD_STEP in args->field_mask");
+  a.field_mask = ZRT_ADAM_ARG_FIELD_ALL | (uint64_t{1} << 33);
+  EXPECT_EQ(zrt_optimizer_adam(test::context(), &a, w.data(), m.data(), v.data(), g.data(),
+                               ZRT_DTYPE_FP32, n),
+            ZRT_ERR_INVALID_ARGUMENT);
+  mentions("args->field_mask has unknown bits 0x200000000");
 }

@@ -262,6 +262,7 @@ class EngineModelState final : public ModelState {
     check(zrt_engine_set_lr(engine_, lr), "zrt_engine_set_lr");
     Kokkos::fence();
     zrt_step_report_t r{};
+    r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
     check(zrt_engine_step(engine_, &r), "zrt_engine_step");
     StepReport s;
     s.applied = r.applied != 0;
@@ -273,6 +274,7 @@ class EngineModelState final : public ModelState {
 
   StateMemory memory() const override {
     zrt_memory_report_t r{};
+    r.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
     check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
     StateMemory m;
     m.parameters = r.parameters;
@@ -285,6 +287,7 @@ class EngineModelState final : public ModelState {
 
   int64_t stage0_bytes() const override {
     zrt_memory_report_t r{};
+    r.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
     check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
     // fp32: 4 parameters + 4 gradients + 8 Adam moments; bf16: 2 + 2 + 4 master + 8.
     return 16 * r.parameter_count;

@@ -1,7 +1,9 @@
 #include "metrics.hpp"
 
 #include <fmt/format.h>
+#include <zerort/zerort.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -38,11 +40,13 @@ int64_t peak_resident_bytes() {
 }
 
 std::string format_bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
-  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
-  if (b >= 1024.0) return fmt::format("{:.0f} KiB", b / 1024.0);
-  return fmt::format("{} B", bytes);
+  // zerort's own wording, so the trainer's sizes read as the library's messages do.
+  char text[32];
+  size_t length = 0;
+  if (zrt_format_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0)), text, sizeof text,
+                       &length) != ZRT_SUCCESS)
+    return std::to_string(bytes) + " B";
+  return text;
 }
 
 std::string format_duration(double seconds) {

@@ -41,7 +41,7 @@ struct EvalMetrics {
 int64_t resident_bytes();
 int64_t peak_resident_bytes();
 
-/// "1.5 GiB", "312 MiB", "12 KiB"
+/// "1.5 GiB", "312 MiB", "12 KiB": zerort's own wording (zrt_format_bytes)
 std::string format_bytes(int64_t bytes);
 /// "1:02:03", "4:05"
 std::string format_duration(double seconds);

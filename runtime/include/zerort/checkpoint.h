@@ -26,7 +26,8 @@ ZRT_BEGIN_DECLS
 /** @brief Which fields of zrt_checkpoint_params_t the caller set. */
 enum zrt_checkpoint_params_field {
   ZRT_CHECKPOINT_PARAM_FIELD_METADATA = 1u << 0,
-  ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST = 1u << 1
+  ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST = 1u << 1,
+  ZRT_CHECKPOINT_PARAM_FIELD_ALL = (1u << 2) - 1 /**< every field of this header's version */
 };
 
 /** @brief Parameters of zrt_checkpoint_save. */
@@ -39,7 +40,9 @@ typedef struct zrt_checkpoint_params {
 
 /**
  * @brief Save the engine's state to @p path ("{step}" in it becomes the step number,
- * zero-padded to 8 digits). Collective, blocking; every rank passes the same path.
+ * zero-padded to 8 digits). Collective, blocking; every rank passes the same path. Not
+ * thread-safe with other calls on @p engine, nor with other checkpoint calls (see
+ * zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
                                          const zrt_checkpoint_params_t *params);
@@ -49,14 +52,17 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
  * (any world size, any stage): master weights, compute copies, optimizer state, step and
  * loss scaler. A missing dataset, a shape that differs, a checksum that does not match or a
  * newer format is ZRT_ERR_IO with a message naming it, on every rank, and the engine is
- * left as it was. Collective, blocking.
+ * left as it was. Collective, blocking. Not thread-safe with other calls on @p engine, nor
+ * with other checkpoint calls (see zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h engine, const char *path);
 
 /**
  * @brief The checkpoint's attributes as JSON (step, stage and world size at save,
  * optimizer, the program's metadata under "metadata"...), without an engine or MPI.
- * snprintf-like, as zrt_context_describe. Local.
+ * snprintf-like, as zrt_context_describe. Local, blocking (it reads the file). Not
+ * thread-safe: parallel HDF5 takes calls from one thread at a time, so no two checkpoint
+ * calls (of any handle or engine) may run at once.
  */
 ZRT_API zrt_status_t zrt_checkpoint_describe(const char *path, char *buf, size_t size,
                                              size_t *length_p);
@@ -66,9 +72,18 @@ ZRT_API zrt_status_t zrt_checkpoint_describe(const char *path, char *buf, size_t
 /** @brief An open checkpoint file (zrt_checkpoint_open or zrt_checkpoint_create). */
 typedef struct zrt_checkpoint *zrt_checkpoint_h;
 
-/** @brief One dataset of a checkpoint. */
+/** @brief Which fields of zrt_checkpoint_tensor_t to fill. */
+enum zrt_checkpoint_tensor_field {
+  ZRT_CHECKPOINT_TENSOR_FIELD_NAME = 1u << 0,
+  ZRT_CHECKPOINT_TENSOR_FIELD_SHAPE = 1u << 1,    /**< ndim, shape, numel */
+  ZRT_CHECKPOINT_TENSOR_FIELD_CHECKSUM = 1u << 2, /**< checksum, has_checksum */
+  ZRT_CHECKPOINT_TENSOR_FIELD_ALL = (1u << 3) - 1
+};
+
+/** @brief One dataset of a checkpoint: the fields named in field_mask. */
 typedef struct zrt_checkpoint_tensor {
-  const char *name; /**< "params/NAME" or "optimizer/KIND/NAME"; valid until close */
+  uint64_t field_mask; /**< set by the caller: the fields to fill (ZRT_CHECKPOINT_TENSOR_FIELD_*) */
+  const char *name;    /**< "params/NAME" or "optimizer/KIND/NAME"; valid until close */
   int ndim;
   int64_t shape[8];
   int64_t numel;
@@ -76,39 +91,56 @@ typedef struct zrt_checkpoint_tensor {
   int has_checksum;
 } zrt_checkpoint_tensor_t;
 
-/** @brief Open a checkpoint read-only, serially (no MPI needed). Local. */
+/**
+ * @brief Open a checkpoint read-only, serially (no MPI needed). Local, blocking. Not
+ * thread-safe (see zrt_checkpoint_describe).
+ */
 ZRT_API zrt_status_t zrt_checkpoint_open(const char *path, zrt_checkpoint_h *checkpoint_p);
 
 /**
  * @brief Start writing a weights-only checkpoint at @p path (as PATH.tmp until
  * zrt_checkpoint_close): loading it gives an engine these weights, zero optimizer state
- * and step 0. @p metadata: JSON text or NULL. Local.
+ * and step 0. @p metadata: JSON text or NULL. Local, blocking. Not thread-safe (see
+ * zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_create(const char *path, const char *metadata,
                                            zrt_checkpoint_h *checkpoint_p);
 
-/** @brief Close; for a created checkpoint, publish it (rename PATH.tmp to PATH). Local. */
+/**
+ * @brief Close; for a created checkpoint, publish it (rename PATH.tmp to PATH). The handle
+ * is stale afterwards. Local, blocking. Not thread-safe (see zrt_checkpoint_describe).
+ */
 ZRT_API zrt_status_t zrt_checkpoint_close(zrt_checkpoint_h checkpoint);
 
-/** @brief Number of datasets. Local. */
+/** @brief Number of datasets. Local, non-blocking. Not thread-safe (see zrt_checkpoint_describe).
+ */
 ZRT_API zrt_status_t zrt_checkpoint_tensor_count(zrt_checkpoint_h checkpoint, int *count_p);
 
-/** @brief Name, shape and checksum of dataset @p index (0-based, sorted by name). Local. */
+/**
+ * @brief The fields of dataset @p index (0-based, sorted by name) named in
+ * tensor_p->field_mask: name, shape, checksum. Unknown bits fail with
+ * ZRT_ERR_INVALID_ARGUMENT. Local, non-blocking. Not thread-safe (see
+ * zrt_checkpoint_describe).
+ */
 ZRT_API zrt_status_t zrt_checkpoint_tensor(zrt_checkpoint_h checkpoint, int index,
                                            zrt_checkpoint_tensor_t *tensor_p);
 
-/** @brief Read dataset @p index as numel fp32 values, row-major. Local. */
+/**
+ * @brief Read dataset @p index as numel fp32 values, row-major. Local, blocking. Not
+ * thread-safe (see zrt_checkpoint_describe).
+ */
 ZRT_API zrt_status_t zrt_checkpoint_read(zrt_checkpoint_h checkpoint, int index, float *values);
 
 /**
  * @brief Recompute dataset @p index's checksum: *ok_p is 1 when it matches the stored one,
- * 0 when it does not (or none is stored). Local.
+ * 0 when it does not (or none is stored). Local, blocking (it reads the dataset). Not
+ * thread-safe (see zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_verify(zrt_checkpoint_h checkpoint, int index, int *ok_p);
 
 /**
  * @brief Add parameter @p name (stored as params/NAME) to a created checkpoint, with its
- * checksum. Local.
+ * checksum. Local, blocking. Not thread-safe (see zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_write(zrt_checkpoint_h checkpoint, const char *name, int ndim,
                                           const int64_t *shape, const float *values);

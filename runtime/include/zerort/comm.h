@@ -62,7 +62,8 @@ ZRT_BEGIN_DECLS
 enum zrt_comm_params_field {
   ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0,
   ZRT_COMM_PARAM_FIELD_DETERMINISTIC = 1u << 1,
-  ZRT_COMM_PARAM_FIELD_TIMEOUT = 1u << 2
+  ZRT_COMM_PARAM_FIELD_TIMEOUT = 1u << 2,
+  ZRT_COMM_PARAM_FIELD_ALL = (1u << 3) - 1 /**< every field of this header's version */
 };
 
 /** @brief Parameters of zrt_comm_create. */
@@ -81,7 +82,9 @@ typedef struct zrt_comm_params {
 /**
  * @brief Create a communicator over the ranks of @p mpi_comm (which is duplicated).
  * @param params may be NULL.
- * Collective over @p mpi_comm, blocking.
+ * Collective over @p mpi_comm, blocking. Thread-safe as MPI_Comm_dup is: with
+ * MPI_THREAD_MULTIPLE, creations over different MPI communicators may run at once;
+ * creations over the same one must be made in the same order on every rank.
  */
 ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
                                      const zrt_comm_params_t *params, zrt_comm_h *comm_p);
@@ -90,17 +93,17 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
  * @brief Destroy a communicator made by zrt_comm_create. Fails with ZRT_ERR_INVALID_STATE,
  * destroying nothing, while requests on it are in flight. The communicator returned by
  * zrt_context_comm cannot be destroyed (ZRT_ERR_INVALID_ARGUMENT).
- * Collective, blocking.
+ * Collective, blocking. Not thread-safe with other calls on @p comm.
  */
 ZRT_API zrt_status_t zrt_comm_destroy(zrt_comm_h comm);
 
-/** @brief Rank of the caller in @p comm. Local, thread-safe. */
+/** @brief Rank of the caller in @p comm. Local, non-blocking, thread-safe. */
 ZRT_API zrt_status_t zrt_comm_rank(zrt_comm_h comm, int *rank_p);
-/** @brief Number of ranks in @p comm. Local, thread-safe. */
+/** @brief Number of ranks in @p comm. Local, non-blocking, thread-safe. */
 ZRT_API zrt_status_t zrt_comm_size(zrt_comm_h comm, int *size_p);
 /**
  * @brief Name of the backend serving @p comm ("mpi", ...). The string is static.
- * Local, thread-safe.
+ * Local, non-blocking, thread-safe.
  */
 ZRT_API zrt_status_t zrt_comm_backend(zrt_comm_h comm, const char **name_p);
 
@@ -111,7 +114,8 @@ ZRT_API zrt_status_t zrt_comm_backend(zrt_comm_h comm, const char **name_p);
  * ZRT_IN_PROGRESS counts as success.
  * @param[out] failed_rank_p the lowest failed rank, -1 if none; may be NULL.
  * @return the agreed status; ZRT_ERR_MPI if the agreement itself failed.
- * Collective, blocking.
+ * Collective, blocking. Not thread-safe with other calls on @p comm (it runs an MPI
+ * collective on the communicator's MPI communicator).
  */
 ZRT_API zrt_status_t zrt_comm_agree_status(zrt_comm_h comm, zrt_status_t local_status,
                                            int *failed_rank_p);
@@ -122,7 +126,7 @@ ZRT_API zrt_status_t zrt_comm_agree_status(zrt_comm_h comm, zrt_status_t local_s
  * @param[out] offset_p first element of the shard (r * shard, may exceed count)
  * @param[out] length_p valid elements in the shard (0 .. shard)
  * @param[out] shard_p  padded shard size ceil(count / nranks), equal on every rank
- * Local, thread-safe.
+ * Local, non-blocking, thread-safe; needs no communicator.
  */
 ZRT_API zrt_status_t zrt_shard_range(size_t count, int nranks, int rank, size_t *offset_p,
                                      size_t *length_p, size_t *shard_p);
@@ -141,8 +145,8 @@ ZRT_API zrt_status_t zrt_shard_range(size_t count, int nranks, int rank, size_t 
  * has); they occur on every rank together.
  * Collective over @p comm (every rank calls it, in the same order as the other
  * allocations and frees), blocking; collectives in flight on @p comm keep progressing
- * while it waits for the other ranks. Not to be called concurrently with other
- * allocations or frees on @p comm.
+ * while it waits for the other ranks. Thread-safe with respect to collectives on @p comm;
+ * not to be called concurrently with other allocations or frees on @p comm.
  */
 ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **ptr_p);
 
@@ -152,18 +156,31 @@ ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **pt
  * (NULL included) fails with ZRT_ERR_INVALID_ARGUMENT, and every other rank fails with it;
  * ranks freeing different shared allocations fail with ZRT_ERR_MISMATCH; nothing is freed
  * on any rank.
- * Collective over @p comm, blocking.
+ * Collective over @p comm, blocking. Thread-safe with respect to collectives on @p comm;
+ * not to be called concurrently with other allocations or frees on @p comm.
  */
 ZRT_API zrt_status_t zrt_comm_mem_free(zrt_comm_h comm, void *ptr);
 
-/** @brief Bytes per element of @p dtype. Local, thread-safe. */
+/** @brief Bytes per element of @p dtype. Local, non-blocking, thread-safe. */
 ZRT_API zrt_status_t zrt_dtype_size(zrt_dtype_t dtype, size_t *size_p);
+
+/**
+ * @brief Convert @p count values of @p from at @p in into @p to at @p out, as zerort
+ * converts everywhere: through fp32 (fp64 to fp64 exactly), rounding to nearest even, NaN
+ * kept quiet; equal dtypes are a copy. The buffers must not overlap
+ * (ZRT_ERR_INVALID_ARGUMENT). Local, blocking, thread-safe; needs no communicator.
+ */
+ZRT_API zrt_status_t zrt_dtype_convert(const void *in, zrt_dtype_t from, void *out, zrt_dtype_t to,
+                                       size_t count);
 
 /**
  * @brief Start a reduce-scatter: reduce @p count elements of @p sendbuf over the ranks
  * and write this rank's shard (ceil(count/n) elements, zero padded) to @p recvbuf.
- * The buffers must not overlap. Collective, non-blocking; thread-safe if the MPI library
- * provides MPI_THREAD_MULTIPLE, but posts on one communicator must be ordered.
+ * @p count is the total count, the same on every rank (NCCL's ncclReduceScatter takes
+ * the receive count instead). The buffers must not overlap.
+ * Collective, non-blocking. Thread-safe (the communicator serializes posts), but posts on
+ * one communicator must come in the same order on every rank: post from one thread, or
+ * order the threads yourself. The same holds for every post below.
  */
 ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                              size_t count, zrt_dtype_t dtype, zrt_op_t op,
@@ -172,15 +189,18 @@ ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbu
 /**
  * @brief Start an all-gather: each rank contributes its shard of a @p count-element
  * buffer from @p sendbuf (its valid length, see zrt_shard_range) and every rank receives
- * all @p count elements in @p recvbuf. In place when @p sendbuf equals recvbuf plus the
- * rank's offset. Collective, non-blocking.
+ * all @p count elements in @p recvbuf. @p count is the total (received) count, the same
+ * on every rank (NCCL's ncclAllGather takes the send count instead). In place when
+ * @p sendbuf equals recvbuf plus the rank's offset.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
  */
 ZRT_API zrt_status_t zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                          size_t count, zrt_dtype_t dtype, zrt_request_h *request_p);
 
 /**
- * @brief Start an all-reduce of @p count elements. In place when @p sendbuf equals
- * @p recvbuf. Collective, non-blocking.
+ * @brief Start an all-reduce of @p count elements (each rank's whole buffer). In place
+ * when @p sendbuf equals @p recvbuf.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
  */
 ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                          size_t count, zrt_dtype_t dtype, zrt_op_t op,
@@ -188,7 +208,7 @@ ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, v
 
 /**
  * @brief Start a broadcast of @p count elements of @p buf from @p root.
- * Collective, non-blocking.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
  */
 ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
                                         int root, zrt_request_h *request_p);
@@ -196,32 +216,46 @@ ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count
 /**
  * @brief Advance a request. @return ZRT_SUCCESS when it is done, ZRT_IN_PROGRESS while it
  * runs, or the error that ended it (the same error on every later call).
- * Local, non-blocking. A request may be tested from one thread at a time.
+ * Local, non-blocking. A request may be tested from one thread at a time (other requests
+ * and the progress thread may run meanwhile).
  */
 ZRT_API zrt_status_t zrt_request_test(zrt_request_h request);
 
 /**
  * @brief Block until a request is done. @return as zrt_request_test, never IN_PROGRESS.
- * Local, blocking.
+ * Local, blocking. A request may be waited on from one thread at a time.
  */
 ZRT_API zrt_status_t zrt_request_wait(zrt_request_h request);
 
 /**
  * @brief Release a request. Fails with ZRT_ERR_INVALID_STATE, freeing nothing, while it
- * is in progress. The handle is stale afterwards. Local, non-blocking.
+ * is in progress. The handle is stale afterwards. Local, non-blocking. Not thread-safe
+ * with other calls on @p request.
  */
 ZRT_API zrt_status_t zrt_request_free(zrt_request_h request);
 
-/** @brief Blocking reduce-scatter: post, wait, free. Collective, blocking. */
+/**
+ * @brief Blocking reduce-scatter: post, wait, free (@p count is the total count).
+ * Collective, blocking. Thread-safe as zrt_reduce_scatter_post.
+ */
 ZRT_API zrt_status_t zrt_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                         size_t count, zrt_dtype_t dtype, zrt_op_t op);
-/** @brief Blocking all-gather: post, wait, free. Collective, blocking. */
+/**
+ * @brief Blocking all-gather: post, wait, free (@p count is the total count).
+ * Collective, blocking. Thread-safe as zrt_all_gather_post.
+ */
 ZRT_API zrt_status_t zrt_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zrt_dtype_t dtype);
-/** @brief Blocking all-reduce: post, wait, free. Collective, blocking. */
+/**
+ * @brief Blocking all-reduce: post, wait, free. Collective, blocking. Thread-safe as
+ * zrt_all_reduce_post.
+ */
 ZRT_API zrt_status_t zrt_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zrt_dtype_t dtype, zrt_op_t op);
-/** @brief Blocking broadcast: post, wait, free. Collective, blocking. */
+/**
+ * @brief Blocking broadcast: post, wait, free. Collective, blocking. Thread-safe as
+ * zrt_broadcast_post.
+ */
 ZRT_API zrt_status_t zrt_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
                                    int root);
 

@@ -51,7 +51,8 @@ enum zrt_init_params_field {
   ZRT_INIT_PARAM_FIELD_LOG_LEVEL = 1u << 0,
   ZRT_INIT_PARAM_FIELD_CONFIG_FILE = 1u << 1,
   ZRT_INIT_PARAM_FIELD_BIND = 1u << 2,
-  ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE = 1u << 3
+  ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE = 1u << 3,
+  ZRT_INIT_PARAM_FIELD_ALL = (1u << 4) - 1 /**< every field of this header's version */
 };
 
 /**
@@ -71,6 +72,7 @@ typedef struct zrt_init_params {
 /**
  * @brief Initialize zerort on the ranks of @p comm; do not call directly, use zrt_init.
  * @param api_version ZRT_API_VERSION of the header the caller compiled against.
+ * Collective over @p comm, blocking. Thread-safe as zrt_init.
  */
 ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
                                         const zrt_init_params_t *params, zrt_context_h *context_p);
@@ -100,6 +102,7 @@ static inline zrt_status_t zrt_init(MPI_Comm comm, const zrt_init_params_t *para
 /**
  * @brief zrt_init for Fortran: @p comm is a Fortran handle (an mpi_f08 type(MPI_Comm)'s
  * MPI_VAL, or a `use mpi` integer). Used by the zerort Fortran module.
+ * Collective over @p comm, blocking. Thread-safe as zrt_init.
  */
 ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
                                       const zrt_init_params_t *params, zrt_context_h *context_p);
@@ -122,7 +125,8 @@ enum zrt_context_attr_field {
   ZRT_CONTEXT_ATTR_FIELD_LOCAL = 1u << 3,   /**< local_rank, local_size */
   ZRT_CONTEXT_ATTR_FIELD_BINDING = 1u << 4, /**< bound_by, bound_pus, numa_node */
   ZRT_CONTEXT_ATTR_FIELD_DEVICES = 1u << 5, /**< gpu_count, gpu, nic_count */
-  ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL = 1u << 6
+  ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL = 1u << 6,
+  ZRT_CONTEXT_ATTR_FIELD_ALL = (1u << 7) - 1 /**< every field of this header's version */
 };
 
 /** @brief Attributes of a context; zrt_context_query fills the fields named in field_mask. */
@@ -144,8 +148,8 @@ typedef struct zrt_context_attr {
 } zrt_context_attr_t;
 
 /**
- * @brief Fill the fields of @p attr named in attr->field_mask.
- * Local, non-blocking, thread-safe.
+ * @brief Fill the fields of @p attr named in attr->field_mask; the others are left as they
+ * are. Unknown bits fail with ZRT_ERR_INVALID_ARGUMENT. Local, non-blocking, thread-safe.
  */
 ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr);
 
@@ -173,6 +177,14 @@ ZRT_API zrt_status_t zrt_context_comm(zrt_context_h context, zrt_comm_h *comm_p)
  */
 ZRT_API zrt_status_t zrt_get_version(unsigned *major_p, unsigned *minor_p, unsigned *patch_p,
                                      uint32_t *api_version_p);
+
+/**
+ * @brief A byte count as zerort writes it in messages and reports: binary units with
+ * three significant digits ("1.5 GiB", "64 MiB", "1020 KiB", "17 B"). snprintf-like, as
+ * zrt_context_describe; 16 bytes always suffice. Local, non-blocking, thread-safe; needs no
+ * context.
+ */
+ZRT_API zrt_status_t zrt_format_bytes(uint64_t bytes, char *buf, size_t size, size_t *length_p);
 
 /**
  * @brief Every configuration key as JSON: name, environment variable, type, accepted

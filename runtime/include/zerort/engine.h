@@ -82,7 +82,8 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW = 1u << 18,
   ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
   ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20,
-  ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21
+  ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21,
+  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 22) - 1 /**< every field of this header's version */
 };
 
 /**
@@ -125,12 +126,17 @@ typedef struct zrt_engine_params {
 /**
  * @brief Create an engine over all ranks of @p context.
  * @param params may be NULL (defaults, configuration file, environment).
- * Collective, blocking.
+ * Collective, blocking. Thread-safe with respect to other engines; not to be called
+ * concurrently with other calls on @p context's communicator.
  */
 ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_params_t *params,
                                        zrt_engine_h *engine_p);
 
-/** @brief Destroy an engine and every buffer it holds. Collective, blocking. */
+/**
+ * @brief Destroy an engine and every buffer it holds (waiting for its collectives in
+ * flight). Its parameter handles become stale. Collective, blocking. Not thread-safe with
+ * other calls on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
 
 /**
@@ -140,49 +146,70 @@ ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
  * @param ndim  1..8
  * @param shape ndim positive extents
  * Local, non-blocking; every rank must register the same tensors in the same order
- * (zrt_engine_commit checks).
+ * (zrt_engine_commit checks). Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
                                         int ndim, const int64_t *shape, zrt_param_h *param_p);
 
-/** @brief What zrt_param_info reports about a parameter. */
+/** @brief Which fields of zrt_param_info_t to fill. */
+enum zrt_param_info_field {
+  ZRT_PARAM_INFO_FIELD_NAME = 1u << 0,
+  ZRT_PARAM_INFO_FIELD_DTYPE = 1u << 1,
+  ZRT_PARAM_INFO_FIELD_SHAPE = 1u << 2, /**< ndim, shape, numel */
+  ZRT_PARAM_INFO_FIELD_ALL = (1u << 3) - 1
+};
+
+/** @brief What zrt_param_info reports about a parameter: the fields named in field_mask. */
 typedef struct zrt_param_info {
-  const char *name; /**< valid while the engine lives */
+  uint64_t field_mask; /**< set by the caller: the fields to fill (ZRT_PARAM_INFO_FIELD_*) */
+  const char *name;    /**< valid while the engine lives */
   zrt_dtype_t dtype;
   int ndim;
-  int64_t shape[8];
+  int64_t shape[8]; /**< the first ndim entries */
   int64_t numel;
 } zrt_param_info_t;
 
-/** @brief Name, dtype and shape of @p param. Local, thread-safe. */
+/**
+ * @brief Fill the fields of @p info_p named in info_p->field_mask (others are left as they
+ * are). Unknown bits fail with ZRT_ERR_INVALID_ARGUMENT. Local, non-blocking; thread-safe
+ * except against zrt_param_register on @p engine.
+ */
 ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
                                     zrt_param_info_t *info_p);
 
-/** @brief Number of parameters registered so far. Local. */
+/**
+ * @brief Number of parameters registered so far. Local, non-blocking; thread-safe except
+ * against zrt_param_register on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_param_count(zrt_engine_h engine, int *count_p);
 
-/** @brief The parameter registered @p index -th (from 0). Local. */
+/**
+ * @brief The parameter registered @p index -th (from 0). Local, non-blocking; thread-safe
+ * except against zrt_param_register on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_param_at(zrt_engine_h engine, int index, zrt_param_h *param_p);
 
 /**
  * @brief Fix the layout: one flat, aligned, padded parameter buffer and its gradient
  * buckets, partitioned over the ranks; allocate every buffer; zero the parameters.
  * Fails with ZRT_ERR_MISMATCH on every rank if the registrations differ across ranks.
- * Collective, blocking.
+ * Collective, blocking. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_engine_commit(zrt_engine_h engine);
 
 /**
  * @brief Set a parameter's full value (its master copy and, where this rank holds it, its
  * compute copy) from @p values of @p dtype (fp32 or the compute dtype). Every rank must
- * pass the same values. Local, blocking.
+ * pass the same values. Local, blocking (it converts and copies). Not thread-safe with
+ * other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_set(zrt_engine_h engine, zrt_param_h param, const void *values,
                                    zrt_dtype_t dtype);
 
 /**
  * @brief Read a parameter's full fp32 master value into @p values (as @p dtype).
- * Collective (stages 1-3 gather the shards), blocking.
+ * Collective (stages 1-3 gather the shards), blocking. Not thread-safe with other calls on
+ * @p engine.
  */
 ZRT_API zrt_status_t zrt_param_get(zrt_engine_h engine, zrt_param_h param, void *values,
                                    zrt_dtype_t dtype);
@@ -190,31 +217,45 @@ ZRT_API zrt_status_t zrt_param_get(zrt_engine_h engine, zrt_param_h param, void 
 /**
  * @brief The parameter's values in the compute dtype, for forward and backward.
  * Stages 0-2: valid after commit. Stage 3: valid between zrt_param_gather and
- * zrt_param_release (ZRT_ERR_INVALID_STATE otherwise). Local.
+ * zrt_param_release (ZRT_ERR_INVALID_STATE otherwise). Local, non-blocking. Not thread-safe
+ * with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
 
 /**
  * @brief Where backward writes this parameter's gradient (compute dtype, the parameter's
  * shape), valid until zrt_grad_ready(param). Ask for it right before writing: at stage 2
- * and 3 it lies in a bucket buffer and may block until a buffer is free. Local.
+ * and 3 it lies in a bucket buffer and may block until a buffer is free. Local; blocking
+ * only while it waits for a buffer. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
 
 /**
  * @brief The gradient of @p param is complete. A bucket whose gradients are all ready is
  * reduced (asynchronously, with overlap on) in the fixed bucket order. Calling it twice
- * for a parameter in one micro-step is ZRT_ERR_INVALID_STATE. Local, non-blocking.
+ * for a parameter in one micro-step is ZRT_ERR_INVALID_STATE. Local, non-blocking (without
+ * overlap it waits for the reduction). Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param);
 
-/** @brief Which fields of zrt_step_report_t are meaningful (all, for now). */
+/** @brief Which fields of zrt_step_report_t to fill. */
+enum zrt_step_report_field {
+  ZRT_STEP_REPORT_FIELD_APPLIED = 1u << 0,
+  ZRT_STEP_REPORT_FIELD_SKIPPED = 1u << 1,
+  ZRT_STEP_REPORT_FIELD_STEP = 1u << 2,
+  ZRT_STEP_REPORT_FIELD_LOSS_SCALE = 1u << 3,
+  ZRT_STEP_REPORT_FIELD_GRAD_NORM = 1u << 4,
+  ZRT_STEP_REPORT_FIELD_ALL = (1u << 5) - 1
+};
+
+/** @brief What zrt_engine_step reports: the fields named in field_mask. */
 typedef struct zrt_step_report {
-  int applied;       /**< 1 if the optimizer ran (last micro-step and no overflow) */
-  int skipped;       /**< 1 if an overflow on any rank skipped the step on every rank */
-  int64_t step;      /**< optimizer steps applied so far */
-  double loss_scale; /**< the scale to multiply the next loss by */
-  double grad_norm;  /**< global L2 norm of the unscaled gradient, before clipping */
+  uint64_t field_mask; /**< set by the caller: the fields to fill (ZRT_STEP_REPORT_FIELD_*) */
+  int applied;         /**< 1 if the optimizer ran (last micro-step and no overflow) */
+  int skipped;         /**< 1 if an overflow on any rank skipped the step on every rank */
+  int64_t step;        /**< optimizer steps applied so far */
+  double loss_scale;   /**< the scale to multiply the next loss by */
+  double grad_norm;    /**< global L2 norm of the unscaled gradient, before clipping */
 } zrt_step_report_t;
 
 /**
@@ -222,22 +263,30 @@ typedef struct zrt_step_report {
  * accumulation unscale, check for overflow (agreed across ranks), clip to the global norm,
  * run the optimizer on this rank's shard, and all-gather updated parameters (stages 1, 2).
  * Fails with ZRT_ERR_INVALID_STATE, naming the parameter, if a gradient was not made ready.
- * @param report_p may be NULL. Collective, blocking.
+ * @param report_p may be NULL; else the fields named in report_p->field_mask are written
+ * (unknown bits fail with ZRT_ERR_INVALID_ARGUMENT on every rank, before the step).
+ * Collective, blocking. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_engine_step(zrt_engine_h engine, zrt_step_report_t *report_p);
 
 /**
  * @brief Give @p param its own weight decay instead of the engine's (0 for biases and
- * normalization gains, as is usual). Any time; applies from the next step. Local; every
- * rank must set the same.
+ * normalization gains, as is usual). Any time; applies from the next step. Local,
+ * non-blocking; every rank must set the same. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h param,
                                                 double weight_decay);
 
-/** @brief Change the learning rate (schedules). Local; every rank must set the same. */
+/**
+ * @brief Change the learning rate (schedules). Local, non-blocking; every rank must set the
+ * same. Not thread-safe with other calls on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
 
-/** @brief The loss scale to apply to the next loss (1 without fp16). Local. */
+/**
+ * @brief The loss scale to apply to the next loss (1 without fp16). Local, non-blocking.
+ * Not thread-safe with zrt_engine_step on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p);
 
 /**
@@ -245,25 +294,52 @@ ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p)
  * direction of the previous gathers). The unit gathered is the parameter's bucket; released
  * buckets stay resident up to max_live_parameters, so a gather may need no communication.
  * Other stages: a no-op. Collective: every rank must gather and release the same parameters
- * in the same order (a mismatch fails with ZRT_ERR_MISMATCH). Blocking.
+ * in the same order (a mismatch fails with ZRT_ERR_MISMATCH). Blocking. Not thread-safe with
+ * other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
 
-/** @brief Stage 3: free the gathered copy of @p param. Other stages: a no-op. Local. */
+/**
+ * @brief Stage 3: release the gathered copy of @p param; its group stays resident until
+ * max_live_parameters forces it out (least recently used first). Other stages: a no-op.
+ * Local, non-blocking. Not thread-safe with other calls on @p engine.
+ */
 ZRT_API zrt_status_t zrt_param_release(zrt_engine_h engine, zrt_param_h param);
 
-/** @brief Bytes this rank holds, by kind. */
+/** @brief Which fields of zrt_memory_report_t to fill. */
+enum zrt_memory_report_field {
+  ZRT_MEMORY_REPORT_FIELD_PARAMETER_COUNT = 1u << 0,
+  ZRT_MEMORY_REPORT_FIELD_PARAMETERS = 1u << 1,
+  ZRT_MEMORY_REPORT_FIELD_GRADIENTS = 1u << 2,
+  ZRT_MEMORY_REPORT_FIELD_MASTER_WEIGHTS = 1u << 3,
+  ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE = 1u << 4,
+  ZRT_MEMORY_REPORT_FIELD_BUCKETS = 1u << 5,
+  ZRT_MEMORY_REPORT_FIELD_TOTAL = 1u << 6,
+  ZRT_MEMORY_REPORT_FIELD_GATHER = 1u << 7, /**< gather_fetches, gather_evictions */
+  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 8) - 1
+};
+
+/** @brief Bytes this rank holds, by kind: the fields named in field_mask. */
 typedef struct zrt_memory_report {
+  uint64_t field_mask;     /**< set by the caller: the fields to fill (ZRT_MEMORY_REPORT_FIELD_*) */
   int64_t parameter_count; /**< P: elements of all registered parameters, unpadded */
   int64_t parameters;      /**< compute-dtype parameter bytes held */
   int64_t gradients;       /**< gradient bytes held (full buffer or shard) */
   int64_t master_weights;  /**< fp32 master-weight bytes (0 when compute is fp32) */
   int64_t optimizer_state; /**< optimizer moments bytes */
   int64_t buckets;         /**< communication bucket bytes */
-  int64_t total;           /**< the sum of the above */
+  int64_t total;           /**< the sum of the bytes above */
+  uint64_t gather_fetches; /**< stage 3: parameter groups all-gathered so far (prefetches
+                                included); 0 at other stages */
+  uint64_t gather_evictions; /**< stage 3: released groups freed so far because the resident
+                                  ones exceeded max_live_parameters; 0 at other stages */
 } zrt_memory_report_t;
 
-/** @brief This rank's memory report. Local. */
+/**
+ * @brief This rank's memory report: the fields named in report_p->field_mask (unknown bits
+ * fail with ZRT_ERR_INVALID_ARGUMENT). Local, non-blocking. Not thread-safe with other calls
+ * on @p engine.
+ */
 ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t *report_p);
 
 ZRT_END_DECLS

@@ -103,7 +103,8 @@ enum zrt_pool_params_field {
   ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES = 1u << 2,
   ZRT_POOL_PARAM_FIELD_ALIGNMENT = 1u << 3,
   ZRT_POOL_PARAM_FIELD_COMPACT = 1u << 4,
-  ZRT_POOL_PARAM_FIELD_NAME = 1u << 5
+  ZRT_POOL_PARAM_FIELD_NAME = 1u << 5,
+  ZRT_POOL_PARAM_FIELD_ALL = (1u << 6) - 1 /**< every field of this header's version */
 };
 
 /** @brief Parameters of zrt_pool_create. Unset fields take the defaults shown. */
@@ -273,7 +274,8 @@ ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats);
 enum zrt_offload_params_field {
   ZRT_OFFLOAD_PARAM_FIELD_RING_BYTES = 1u << 0,
   ZRT_OFFLOAD_PARAM_FIELD_PREFETCH_DEPTH = 1u << 1,
-  ZRT_OFFLOAD_PARAM_FIELD_POOL = 1u << 2
+  ZRT_OFFLOAD_PARAM_FIELD_POOL = 1u << 2,
+  ZRT_OFFLOAD_PARAM_FIELD_ALL = (1u << 3) - 1 /**< every field of this header's version */
 };
 
 /** @brief Parameters of zrt_offload_create. */
@@ -287,13 +289,13 @@ typedef struct zrt_offload_params {
 
 /** @brief Which fields of zrt_offload_stats_t to fill. */
 enum zrt_offload_stats_field {
-  ZRT_OFFLOAD_STATS_FIELD_COUNTS = 1u << 0, /**< pushes, fetches, discards, tokens */
-  ZRT_OFFLOAD_STATS_FIELD_BYTES = 1u << 1,  /**< ring_bytes, ring_used_bytes,
-                                                 offloaded_bytes, peak_offloaded_bytes,
-                                                 device_bytes_saved, peak_device_bytes_saved */
-  ZRT_OFFLOAD_STATS_FIELD_TIMES = 1u << 2,  /**< copy_seconds, exposed_seconds */
-  ZRT_OFFLOAD_STATS_FIELD_ENGINE = 1u << 3, /**< engine */
-  ZRT_OFFLOAD_STATS_FIELD_ALL = (1u << 4) - 1
+  ZRT_OFFLOAD_STATS_FIELD_COUNTS = 1u << 0,   /**< pushes, fetches, discards, tokens */
+  ZRT_OFFLOAD_STATS_FIELD_BYTES = 1u << 1,    /**< ring_bytes, ring_used_bytes,
+                                                   offloaded_bytes, peak_offloaded_bytes,
+                                                   device_bytes_saved, peak_device_bytes_saved */
+  ZRT_OFFLOAD_STATS_FIELD_TIMES = 1u << 2,    /**< copy_seconds, exposed_seconds */
+  ZRT_OFFLOAD_STATS_FIELD_ENGINE = 1u << 3,   /**< engine */
+  ZRT_OFFLOAD_STATS_FIELD_ALL = (1u << 4) - 1 /**< every field of this header's version */
 };
 
 /** @brief An offload engine's accounting; zrt_offload_stats fills the named fields. */

@@ -13,20 +13,39 @@
 
 ZRT_BEGIN_DECLS
 
-/** @brief One Adam/AdamW step's hyper-parameters. */
+/** @brief Which fields of zrt_adam_args_t the caller set. */
+enum zrt_adam_args_field {
+  ZRT_ADAM_ARG_FIELD_LR = 1u << 0,    /**< required */
+  ZRT_ADAM_ARG_FIELD_BETAS = 1u << 1, /**< beta1, beta2 */
+  ZRT_ADAM_ARG_FIELD_EPS = 1u << 2,
+  ZRT_ADAM_ARG_FIELD_WEIGHT_DECAY = 1u << 3,
+  ZRT_ADAM_ARG_FIELD_DECOUPLED = 1u << 4,
+  ZRT_ADAM_ARG_FIELD_STEP = 1u << 5, /**< required */
+  ZRT_ADAM_ARG_FIELD_GRAD_SCALE = 1u << 6,
+  ZRT_ADAM_ARG_FIELD_ALL = (1u << 7) - 1 /**< every field of this header's version */
+};
+
+/**
+ * @brief One Adam/AdamW step's hyper-parameters. Set field_mask to the fields you fill;
+ * lr and step are required, the others take the defaults shown.
+ */
 typedef struct zrt_adam_args {
-  double lr;           /**< learning rate */
-  double beta1, beta2; /**< moment coefficients, in [0, 1) */
-  double eps;          /**< denominator epsilon, > 0 */
-  double weight_decay; /**< >= 0 */
-  int decoupled;       /**< 1: AdamW (decay applied to the weights), 0: Adam (L2 on gradient) */
+  uint64_t field_mask;
+  double lr;           /**< learning rate, >= 0 */
+  double beta1, beta2; /**< moment coefficients, in [0, 1); default 0.9, 0.999 */
+  double eps;          /**< denominator epsilon, > 0; default 1e-8 */
+  double weight_decay; /**< >= 0; default 0 */
+  int decoupled;       /**< 1: AdamW (decay applied to the weights), 0: Adam (L2 on the
+                            gradient); default 1 */
   int64_t step;        /**< 1 for the first step: bias corrections use it */
-  double grad_scale;   /**< gradients are multiplied by this first (unscaling, clipping) */
+  double grad_scale;   /**< gradients are multiplied by this first (unscaling, clipping);
+                            default 1 */
 } zrt_adam_args_t;
 
 /**
  * @brief Update @p count weights and their Adam moments in place from @p grads (fp32,
- * bf16 or fp16). The arrays must not overlap.
+ * bf16 or fp16). The arrays must not overlap. A missing required field, an unknown bit or
+ * a value out of range fails with ZRT_ERR_INVALID_ARGUMENT naming it.
  * Local, blocking; uses the context's optimizer threads (thread-safe across contexts, not
  * for concurrent calls on one context).
  */
@@ -36,7 +55,8 @@ ZRT_API zrt_status_t zrt_optimizer_adam(zrt_context_h context, const zrt_adam_ar
 
 /**
  * @brief The instruction set the optimizer kernels use on this CPU: "avx512", "avx2" or
- * "scalar" (the kernels.isa configuration key can force one). Local.
+ * "scalar" (the kernels.isa configuration key can force one). The string is static.
+ * Local, non-blocking, thread-safe.
  */
 ZRT_API zrt_status_t zrt_optimizer_isa(zrt_context_h context, const char **isa_p);
 

@@ -1,0 +1,37 @@
+// A small allocator for the gradient reducer's transient buffers (bucket buffers, landing
+// slices): a few host buffers from the pool, handed out best fit (the smallest free one that
+// holds the request, the most recently returned among equals), so a small bucket does not
+// take the buffer a large one needs. When none fits, the caller decides: wait for a
+// reduction to return one, or add() another.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "optim/host_buffer.hpp"
+
+namespace zrt {
+
+class BufferSet {
+ public:
+  BufferSet() = default;
+  explicit BufferSet(Pool &pool) : pool_(&pool) {}
+
+  // A new free buffer of bytes (not zeroed); returns its index. Throws Error when the pool
+  // cannot provide it.
+  int add(size_t bytes);
+  // The index of the smallest free buffer of at least bytes, now taken; -1 if none.
+  int take(size_t bytes);
+  void give_back(int index) { free_.push_back(index); }
+
+  char *data(int index) const { return buffers_[static_cast<size_t>(index)].bytes(); }
+  size_t count() const { return buffers_.size(); }
+  size_t bytes() const;  // of every buffer, taken or free
+
+ private:
+  Pool *pool_ = nullptr;
+  std::vector<HostBuffer> buffers_;
+  std::vector<int> free_;
+};
+
+}  // namespace zrt

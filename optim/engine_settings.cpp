@@ -1,0 +1,200 @@
+#include "optim/engine_settings.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "comm/dtype.hpp"
+#include "runtime/field_table.hpp"
+
+namespace zrt {
+
+namespace {
+
+using Params = zrt_engine_params_t;
+
+// Fields that are no configuration key of their own: bucket sizes are bytes in the params
+// struct but elements in the file (DeepSpeed's unit), converted once the dtype is known.
+struct BucketBytes {
+  std::optional<size_t> reduce, allgather;
+};
+
+std::string stage_text(const Params &p) {
+  if (p.stage < 0 || p.stage > 3)
+    fail(ZRT_ERR_INVALID_ARGUMENT, "params->stage is {}: accepted values are 0, 1, 2, 3", p.stage);
+  return std::to_string(p.stage);
+}
+
+void set_compute_dtype(const Params &p, std::map<std::string, std::string> &settings,
+                       BucketBytes &) {
+  zrt_dtype_t d = p.compute_dtype;
+  if (d != ZRT_DTYPE_FP32 && d != ZRT_DTYPE_BF16 && d != ZRT_DTYPE_FP16)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "params->compute_dtype {} is not supported: accepted values are ZRT_DTYPE_FP32, "
+         "ZRT_DTYPE_BF16, ZRT_DTYPE_FP16",
+         dtype_name(d));
+  settings["fp16.enabled"] = d == ZRT_DTYPE_FP16 ? "true" : "false";
+  settings["bf16.enabled"] = d == ZRT_DTYPE_BF16 ? "true" : "false";
+}
+
+const ParamTable<Params, BucketBytes> kTable{
+    "zrt_engine_params_field",
+    "params",
+    {
+        {ZRT_ENGINE_PARAM_FIELD_STAGE, "stage", "zero_optimization.stage", stage_text},
+        {ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE, "compute_dtype", "fp16.enabled, bf16.enabled",
+         nullptr, set_compute_dtype},
+        {ZRT_ENGINE_PARAM_FIELD_OPTIMIZER, "optimizer", "optimizer.type",
+         [](const Params &p) { return std::string(optimizer_name(p.optimizer)); }},
+        {ZRT_ENGINE_PARAM_FIELD_LR, "lr", "optimizer.params.lr", number_text<&Params::lr>},
+        {ZRT_ENGINE_PARAM_FIELD_BETAS, "beta1, beta2", "optimizer.params.betas",
+         [](const Params &p) {
+           return number_text<&Params::beta1>(p) + "," + number_text<&Params::beta2>(p);
+         }},
+        {ZRT_ENGINE_PARAM_FIELD_EPS, "eps", "optimizer.params.eps", number_text<&Params::eps>},
+        {ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY, "weight_decay", "optimizer.params.weight_decay",
+         number_text<&Params::weight_decay>},
+        {ZRT_ENGINE_PARAM_FIELD_MOMENTUM, "momentum", "optimizer.params.momentum",
+         number_text<&Params::momentum>},
+        {ZRT_ENGINE_PARAM_FIELD_NESTEROV, "nesterov", "optimizer.params.nesterov",
+         flag_text<&Params::nesterov>},
+        {ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES, "reduce_bucket_bytes",
+         "zero_optimization.reduce_bucket_size", nullptr,
+         [](const Params &p, std::map<std::string, std::string> &, BucketBytes &b) {
+           b.reduce = p.reduce_bucket_bytes;
+         }},
+        {ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES, "allgather_bucket_bytes",
+         "zero_optimization.allgather_bucket_size", nullptr,
+         [](const Params &p, std::map<std::string, std::string> &, BucketBytes &b) {
+           b.allgather = p.allgather_bucket_bytes;
+         }},
+        {ZRT_ENGINE_PARAM_FIELD_OVERLAP, "overlap", "zero_optimization.overlap_comm",
+         flag_text<&Params::overlap>},
+        {ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER, "offload_optimizer",
+         "zero_optimization.offload_optimizer.device",
+         [](const Params &p) { return std::string(p.offload_optimizer ? "cpu" : "none"); }},
+        {ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING, "gradient_clipping", "gradient_clipping",
+         number_text<&Params::gradient_clipping>},
+        {ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS, "gradient_accumulation_steps",
+         "gradient_accumulation_steps", number_text<&Params::gradient_accumulation_steps>},
+        {ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC, "deterministic", "zero.deterministic",
+         flag_text<&Params::deterministic>},
+        {ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE, "loss_scale", "fp16.loss_scale",
+         number_text<&Params::loss_scale>},
+        {ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER, "initial_scale_power",
+         "fp16.initial_scale_power", number_text<&Params::initial_scale_power>},
+        {ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW, "loss_scale_window", "fp16.loss_scale_window",
+         number_text<&Params::loss_scale_window>},
+        {ZRT_ENGINE_PARAM_FIELD_HYSTERESIS, "hysteresis", "fp16.hysteresis",
+         number_text<&Params::hysteresis>},
+        {ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE, "min_loss_scale", "fp16.min_loss_scale",
+         number_text<&Params::min_loss_scale>},
+        {ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS, "max_live_parameters",
+         "zero_optimization.stage3_max_live_parameters", number_text<&Params::max_live_parameters>},
+    }};
+
+// A bucket size from the params struct, in bytes, unless the environment set the key.
+size_t bucket_bytes(const Config &c, const char *key, const char *member,
+                    std::optional<size_t> from_params, size_t from_config, size_t esize) {
+  if (!from_params) return from_config;
+  if (*from_params < esize)
+    fail(ZRT_ERR_INVALID_ARGUMENT, "params->{} is {}: it must hold one element", member,
+         *from_params);
+  return c.source(key) == ConfigSource::Environment ? from_config : *from_params;
+}
+
+}  // namespace
+
+const char *optimizer_name(zrt_optimizer_t o) {
+  switch (o) {
+    case ZRT_OPTIMIZER_ADAMW:
+      return "adamw";
+    case ZRT_OPTIMIZER_ADAM:
+      return "adam";
+    case ZRT_OPTIMIZER_SGD:
+      return "sgd";
+    case ZRT_OPTIMIZER_LAMB:
+      return "lamb";
+    default:
+      break;
+  }
+  fail(ZRT_ERR_INVALID_ARGUMENT,
+       "params->optimizer is {}: accepted values are ZRT_OPTIMIZER_ADAMW, ZRT_OPTIMIZER_ADAM, "
+       "ZRT_OPTIMIZER_SGD, ZRT_OPTIMIZER_LAMB",
+       static_cast<int>(o));
+}
+
+EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
+  std::map<std::string, std::string> set;
+  BucketBytes buckets;
+  kTable.read(p, set, buckets);
+
+  Config c = context.config().with_params(set);
+  EngineSettings s;
+  bool fp16 = c.get_bool("fp16.enabled"), bf16 = c.get_bool("bf16.enabled");
+  if (fp16 && bf16)
+    fail(ZRT_ERR_CONFIG, "fp16.enabled and bf16.enabled are both true: choose one compute dtype");
+  s.dtype = fp16 ? ZRT_DTYPE_FP16 : bf16 ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+  const size_t es = dtype_size(s.dtype);
+  s.stage = static_cast<int>(c.get_int("zero_optimization.stage"));
+  s.reduce_bucket_bytes =
+      bucket_bytes(c, "zero_optimization.reduce_bucket_size", "reduce_bucket_bytes", buckets.reduce,
+                   static_cast<size_t>(c.get_int("zero_optimization.reduce_bucket_size")) * es, es);
+  s.allgather_bucket_bytes = bucket_bytes(
+      c, "zero_optimization.allgather_bucket_size", "allgather_bucket_bytes", buckets.allgather,
+      static_cast<size_t>(c.get_int("zero_optimization.allgather_bucket_size")) * es, es);
+  const std::string &opt = c.get_string("optimizer.type");
+  s.optimizer = opt == "adam"   ? ZRT_OPTIMIZER_ADAM
+                : opt == "sgd"  ? ZRT_OPTIMIZER_SGD
+                : opt == "lamb" ? ZRT_OPTIMIZER_LAMB
+                                : ZRT_OPTIMIZER_ADAMW;
+  s.lr = c.get_double("optimizer.params.lr");
+  const std::vector<double> &betas = c.get_doubles("optimizer.params.betas");
+  s.beta1 = betas[0];
+  s.beta2 = betas[1];
+  s.eps = c.get_double("optimizer.params.eps");
+  s.weight_decay = c.get_double("optimizer.params.weight_decay");
+  s.momentum = c.get_double("optimizer.params.momentum");
+  s.nesterov = c.get_bool("optimizer.params.nesterov");
+  s.overlap = c.get_bool("zero_optimization.overlap_comm");
+  s.offload_optimizer = c.get_string("zero_optimization.offload_optimizer.device") == "cpu";
+  s.gradient_clipping = c.get_double("gradient_clipping");
+  s.accumulation_steps = static_cast<int>(c.get_int("gradient_accumulation_steps"));
+  s.deterministic = c.get_bool("zero.deterministic");
+  s.max_live_elements =
+      static_cast<size_t>(c.get_int("zero_optimization.stage3_max_live_parameters"));
+
+  double loss_scale = c.get_double("fp16.loss_scale");
+  s.scaler.dynamic = s.dtype == ZRT_DTYPE_FP16 && loss_scale == 0;
+  s.scaler.static_scale = loss_scale == 0 ? 1 : loss_scale;
+  s.scaler.initial_scale_power = static_cast<int>(c.get_int("fp16.initial_scale_power"));
+  s.scaler.window = c.get_int("fp16.loss_scale_window");
+  s.scaler.hysteresis = static_cast<int>(c.get_int("fp16.hysteresis"));
+  s.scaler.min_scale = c.get_double("fp16.min_loss_scale");
+
+  // Values whose range the schema cannot express.
+  auto check = [](bool ok, const char *key, double value, const char *accepted) {
+    if (!ok)
+      fail(ZRT_ERR_CONFIG, "bad value {} for {}: accepted values are {}", value, key, accepted);
+  };
+  check(s.lr >= 0, "optimizer.params.lr", s.lr, "lr >= 0");
+  check(s.beta1 >= 0 && s.beta1 < 1, "optimizer.params.betas[0]", s.beta1, "0 <= beta1 < 1");
+  check(s.beta2 >= 0 && s.beta2 < 1, "optimizer.params.betas[1]", s.beta2, "0 <= beta2 < 1");
+  check(s.eps > 0, "optimizer.params.eps", s.eps, "eps > 0");
+  check(s.weight_decay >= 0, "optimizer.params.weight_decay", s.weight_decay, "weight_decay >= 0");
+  check(s.momentum >= 0 && s.momentum < 1, "optimizer.params.momentum", s.momentum,
+        "0 <= momentum < 1");
+  check(s.gradient_clipping >= 0, "gradient_clipping", s.gradient_clipping,
+        "0 (off) or a positive norm");
+  check(loss_scale >= 0, "fp16.loss_scale", loss_scale, "0 (dynamic) or a positive scale");
+  check(s.scaler.min_scale > 0, "fp16.min_loss_scale", s.scaler.min_scale, "a positive scale");
+  if (s.offload_optimizer && s.stage == 0)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "optimizer offload needs stage 1, 2 or 3 (ZeRO-Offload shards the optimizer state); "
+         "the engine is configured for stage 0");
+  if (s.nesterov && s.momentum == 0)
+    fail(ZRT_ERR_CONFIG, "optimizer.params.nesterov needs a momentum > 0");
+  return s;
+}
+
+}  // namespace zrt

@@ -1,0 +1,40 @@
+// What an engine is configured to do: zrt_engine_params_t, the configuration file and the
+// environment resolved into one value (defaults < file < params struct < environment, see
+// runtime/config_keys.cpp), checked once before any buffer exists.
+#pragma once
+
+#include <cstddef>
+
+#include "optim/loss_scaler.hpp"
+#include "runtime/context.hpp"
+#include "zerort/engine.h"
+
+namespace zrt {
+
+struct EngineSettings {
+  int stage = 2;
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;
+  zrt_optimizer_t optimizer = ZRT_OPTIMIZER_ADAMW;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, momentum = 0;
+  bool nesterov = false;
+  size_t reduce_bucket_bytes = 25 << 20;
+  size_t allgather_bucket_bytes = 25 << 20;
+  bool overlap = true;
+  bool offload_optimizer = false;
+  double gradient_clipping = 0;
+  int accumulation_steps = 1;
+  bool deterministic = false;
+  size_t max_live_elements = 1000000000;  // stage 3: gathered elements kept resident
+  LossScaler::Settings scaler;
+
+  // Throws Error naming the field or key and the accepted values. Local.
+  static EngineSettings resolve(const Context &context, const zrt_engine_params_t *params);
+
+  bool mixed() const { return dtype != ZRT_DTYPE_FP32; }
+  bool two_moments() const { return optimizer != ZRT_OPTIMIZER_SGD; }
+  bool has_momentum() const { return two_moments() || momentum > 0; }
+};
+
+const char *optimizer_name(zrt_optimizer_t optimizer);  // "adamw"; throws for bad values
+
+}  // namespace zrt

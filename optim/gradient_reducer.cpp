@@ -1,0 +1,234 @@
+#include "optim/gradient_reducer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "comm/dtype.hpp"
+#include "runtime/log.hpp"
+
+namespace zrt {
+
+GradientReducer::GradientReducer(Communicator &comm, Pool &pool, const Layout &layout,
+                                 const StageLayout &stage, ModelState &state,
+                                 const EngineSettings &settings)
+    : comm_(comm),
+      layout_(layout),
+      stage_(stage),
+      state_(state),
+      dtype_(settings.dtype),
+      esize_(dtype_size(settings.dtype)),
+      overlap_(settings.overlap),
+      accumulation_steps_(settings.accumulation_steps),
+      rank_(comm.rank()),
+      buckets_(pool),
+      landing_(pool) {
+  const auto &buckets = layout.buckets();
+  // Bucket buffers: two for buckets of whole parameters (backward writes one while the
+  // other is reduced), as large as the two largest such buckets, and one for the largest
+  // parameter cut into several buckets, whose gradient backward writes as one tensor.
+  if (stage.reduction == Reduction::ReduceScatterBuckets) {
+    std::vector<size_t> sizes;
+    for (const BucketInfo &b : buckets)
+      if (b.group_buckets == 1) sizes.push_back(b.length);
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    sizes.resize(std::min<size_t>(sizes.size(), 2));
+    if (layout.max_split_group() > 0) sizes.push_back(layout.max_split_group());
+    for (size_t n : sizes)
+      buckets_.add(n * esize_);
+  }
+  // Landing slices: stage 1's reduce-scatter always lands in one; stages 2-3 land in the
+  // shard directly on the first micro-step and need them only to accumulate.
+  landing_bytes_ = layout.max_bucket() / static_cast<size_t>(layout.nranks()) * esize_;
+  if (stage.reduction == Reduction::ReduceScatterToSlice ||
+      (stage.reduction == Reduction::ReduceScatterBuckets && accumulation_steps_ > 1))
+    for (int i = 0; i < 2; ++i)
+      landing_.add(landing_bytes_);
+  buffer_of_.assign(buckets.size(), -1);
+  ready_.assign(layout.params().size(), 0);
+  bucket_ready_.assign(buckets.size(), 0);
+}
+
+GradientReducer::~GradientReducer() {
+  try {
+    drain();
+  } catch (...) {
+    // Already reported to the caller of the operation that failed.
+  }
+}
+
+void *GradientReducer::grad_data(int index) {
+  const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
+  if (ready_[static_cast<size_t>(index)])
+    fail(ZRT_ERR_INVALID_STATE,
+         "the gradient of '{}' was already made ready in this micro-step; ask for its buffer "
+         "before zrt_grad_ready",
+         p.name);
+  if (stage_.reduction != Reduction::ReduceScatterBuckets) return state_.grads(p.offset);
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  return group_buffer(p.bucket) + (p.offset - b.group_offset) * esize_;
+}
+
+char *GradientReducer::group_buffer(int bucket) {
+  const BucketInfo &b = layout_.bucket(bucket);
+  int &slot = buffer_of_[static_cast<size_t>(b.group)];
+  if (slot < 0) {
+    const size_t bytes = b.group_length * esize_;
+    while ((slot = buckets_.take(bytes)) < 0) {
+      if (!in_flight_.empty()) {
+        complete_oldest();
+      } else {
+        // Backward is writing more buckets than there are buffers before any is complete
+        // (gradients out of bucket order): grow rather than stall.
+        buckets_.add(std::max(bytes, layout_.max_single_group() * esize_));
+        log::debug("engine: gradient bucket buffer #{} added", buckets_.count());
+      }
+    }
+    std::memset(buckets_.data(slot), 0, bytes);
+  }
+  return buckets_.data(slot);
+}
+
+int GradientReducer::take_landing() {
+  int s;
+  while ((s = landing_.take(landing_bytes_)) < 0) {
+    if (!in_flight_.empty())
+      complete_oldest();
+    else
+      landing_.add(landing_bytes_);
+  }
+  return s;
+}
+
+void GradientReducer::grad_ready(int index) {
+  const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
+  char &ready = ready_[static_cast<size_t>(index)];
+  if (ready)
+    fail(ZRT_ERR_INVALID_STATE, "zrt_grad_ready was called twice for '{}' in one micro-step",
+         p.name);
+  ready = 1;
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
+    ++bucket_ready_[static_cast<size_t>(k)];
+  post_ready();
+}
+
+void GradientReducer::post_ready() {
+  if (!reduces_now()) return;
+  const auto &buckets = layout_.buckets();
+  while (next_post_ < static_cast<int>(buckets.size())) {
+    const BucketInfo &b = buckets[static_cast<size_t>(next_post_)];
+    if (bucket_ready_[static_cast<size_t>(next_post_)] != b.last_param - b.first_param + 1) break;
+    post_bucket(next_post_++);
+  }
+}
+
+void GradientReducer::post_bucket(int bucket) {
+  const BucketInfo &b = layout_.bucket(bucket);
+  CollArgs a;
+  a.dtype = dtype_;
+  a.op = ZRT_OP_AVG;
+  a.count = b.length;
+  Pending pending{bucket, nullptr, -1};
+  switch (stage_.reduction) {
+    case Reduction::AllReduce:
+      a.kind = CollKind::AllReduce;
+      a.send = a.recv = state_.grads(b.offset);
+      break;
+    case Reduction::ReduceScatterToSlice:
+      a.kind = CollKind::ReduceScatter;
+      pending.landing = take_landing();
+      a.send = state_.grads(b.offset);
+      a.recv = landing_.data(pending.landing);
+      break;
+    case Reduction::ReduceScatterBuckets:
+      a.kind = CollKind::ReduceScatter;
+      a.send = group_buffer(bucket) + (b.offset - b.group_offset) * esize_;
+      if (micro_ == 0) {
+        a.recv = state_.grads(b.shard_offset);  // the first micro-step writes directly
+      } else {
+        pending.landing = take_landing();
+        a.recv = landing_.data(pending.landing);
+      }
+      break;
+  }
+  pending.request = post_owned(comm_, a);
+  in_flight_.push_back(std::move(pending));
+  // Without overlap every reduction completes before backward continues.
+  if (!overlap_) drain();
+}
+
+void GradientReducer::complete_oldest() {
+  Pending p = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  p.request->wait();
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  switch (stage_.reduction) {
+    case Reduction::AllReduce:
+      break;
+    case Reduction::ReduceScatterToSlice:
+      std::memcpy(state_.grads(layout_.slice_begin(b, rank_)), landing_.data(p.landing),
+                  b.slice * esize_);
+      break;
+    case Reduction::ReduceScatterBuckets:
+      if (p.landing >= 0)
+        accumulate(state_.grads(b.shard_offset), landing_.data(p.landing), b.slice, dtype_);
+      // Buckets complete in order: the group's last one frees its buffer.
+      if (b.index == b.group + b.group_buckets - 1) {
+        int &slot = buffer_of_[static_cast<size_t>(b.group)];
+        buckets_.give_back(slot);
+        slot = -1;
+      }
+      break;
+  }
+  if (p.landing >= 0) landing_.give_back(p.landing);
+}
+
+void GradientReducer::drain() {
+  while (!in_flight_.empty())
+    complete_oldest();
+}
+
+int GradientReducer::first_not_ready() const {
+  for (size_t i = 0; i < ready_.size(); ++i)
+    if (!ready_[i]) return static_cast<int>(i);
+  return -1;
+}
+
+void GradientReducer::abandon_micro_step() {
+  if (reduces_now()) {
+    for (size_t i = 0; i < ready_.size(); ++i)
+      if (!ready_[i]) {
+        ready_[i] = 1;
+        const ParamInfo &p = layout_.params()[i];
+        for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
+          ++bucket_ready_[static_cast<size_t>(k)];
+      }
+    post_ready();
+    drain();
+  }
+  end_accumulation();
+}
+
+void GradientReducer::next_micro_step() {
+  ++micro_;
+  reset_readiness();
+}
+
+void GradientReducer::end_accumulation() {
+  state_.zero_grads();
+  micro_ = 0;
+  reset_readiness();
+}
+
+void GradientReducer::reset_readiness() {
+  std::fill(ready_.begin(), ready_.end(), 0);
+  std::fill(bucket_ready_.begin(), bucket_ready_.end(), 0);
+  next_post_ = 0;
+}
+
+bool GradientReducer::idle() const {
+  return micro_ == 0 && in_flight_.empty() &&
+         std::none_of(ready_.begin(), ready_.end(), [](char r) { return r != 0; });
+}
+
+}  // namespace zrt

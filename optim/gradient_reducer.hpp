@@ -1,0 +1,105 @@
+// The gradient side of a micro-step: where backward writes each gradient, which parameters
+// are ready, and the reductions that follow (stage_layout.hpp's Reduction).
+//
+// Buckets are reduced in the fixed bucket order, each once all of its gradients are ready
+// and every earlier bucket has been posted, so the order in which zrt_grad_ready is called
+// (which may differ across ranks) never reaches the collectives.
+//
+//  - stage 0: all-reduce of the full gradient buffer, bucket by bucket, on the last
+//    micro-step (earlier micro-steps accumulate in place);
+//  - stage 1: reduce-scatter of the full buffer into a landing slice, copied into this
+//    rank's slice of the full buffer, on the last micro-step;
+//  - stages 2-3: backward writes each bucket's group into a bucket buffer (BufferSet),
+//    reduce-scattered as soon as the bucket is ready straight into this rank's shard of the
+//    gradient on the first micro-step, or into a landing slice that is added to it on later
+//    ones; the group's buffer is free again once its last bucket is reduced.
+//
+// Reductions overlap backward (overlap on) and complete in order. Not thread-safe.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "optim/buffer_set.hpp"
+#include "optim/model_state.hpp"
+#include "optim/owned_request.hpp"
+
+namespace zrt {
+
+class GradientReducer {
+ public:
+  GradientReducer(Communicator &comm, Pool &pool, const Layout &layout, const StageLayout &stage,
+                  ModelState &state, const EngineSettings &settings);
+  ~GradientReducer();  // waits for the reductions in flight, which use the buffers
+  GradientReducer(const GradientReducer &) = delete;
+  GradientReducer &operator=(const GradientReducer &) = delete;
+
+  // Where backward writes parameter `index`'s gradient (its group's bucket buffer at stages
+  // 2-3, which may wait for a reduction to free one). Throws ZRT_ERR_INVALID_STATE after
+  // grad_ready in this micro-step.
+  void *grad_data(int index);
+  // Marks the gradient complete and posts every bucket that is now ready in order
+  // (stages 0-1: on the last micro-step only). Throws ZRT_ERR_INVALID_STATE if called twice.
+  void grad_ready(int index);
+
+  int micro_step() const { return micro_; }
+  bool last_micro_step() const { return micro_ + 1 >= accumulation_steps_; }
+  // Whether the buckets of this micro-step are reduced now (every micro-step at stages
+  // 2-3, the last one at stages 0-1).
+  bool reduces_now() const { return !stage_.reduces_once() || last_micro_step(); }
+
+  // Posts every ready bucket not yet posted, in bucket order, if this micro-step reduces.
+  void post_ready();
+  // The first parameter not made ready in this micro-step, -1 if none.
+  int first_not_ready() const;
+  // After an agreed failure: reduce whatever is left as it stands (the other ranks expect
+  // those reductions), then drop this micro-step's gradients.
+  void abandon_micro_step();
+  // Waits for every reduction in flight.
+  void drain();
+  // A micro-step that is not the last is over: gradients stay, readiness resets.
+  void next_micro_step();
+  // The accumulation is over (applied or skipped): zero the gradients, back to micro-step 0.
+  void end_accumulation();
+  // Between optimizer steps: no micro-step begun, nothing ready, nothing in flight.
+  bool idle() const;
+
+  size_t buffer_bytes() const { return buckets_.bytes() + landing_.bytes(); }
+
+ private:
+  struct Pending {
+    int bucket;
+    RequestPtr request;
+    int landing = -1;  // landing slice the result lands in, or -1
+  };
+
+  // Stages 2-3: the bucket buffer of the bucket's group, taken (and zeroed) on first use.
+  char *group_buffer(int bucket);
+  int take_landing();
+  void post_bucket(int bucket);
+  void complete_oldest();
+  void reset_readiness();
+
+  Communicator &comm_;
+  const Layout &layout_;
+  const StageLayout stage_;
+  ModelState &state_;
+  const zrt_dtype_t dtype_;
+  const size_t esize_;
+  const bool overlap_;
+  const int accumulation_steps_;
+  const int rank_;
+
+  BufferSet buckets_;           // stages 2-3: bucket buffers, one per group being written
+  std::vector<int> buffer_of_;  // group -> bucket buffer, -1 if none
+  BufferSet landing_;           // slice-sized landing buffers
+  size_t landing_bytes_ = 0;
+
+  std::vector<char> ready_;        // per parameter, this micro-step
+  std::vector<int> bucket_ready_;  // ready parameters per bucket
+  int next_post_ = 0;              // the next bucket to reduce, in bucket order
+  std::deque<Pending> in_flight_;
+  int micro_ = 0;
+};
+
+}  // namespace zrt

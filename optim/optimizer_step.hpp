@@ -1,0 +1,70 @@
+// The optimizer's part of zrt_engine_step on this rank's owned ranges (stage_layout.hpp):
+// the overflow check, the global gradient norm, and SGD, Adam/AdamW or LAMB on the
+// vectorized kernels (kernels/), spread over the context's optimizer threads.
+//
+// Everything that crosses ranks (the overflow flag, norm partials, LAMB's per-parameter
+// norms) travels on the engine's control communicator, never mixed with data, and is summed
+// per (bucket, slice owner) and then in a fixed order, so every stage computes the same
+// values bit for bit.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <vector>
+
+#include "optim/engine_settings.hpp"
+#include "optim/kernels/kernels.hpp"
+#include "optim/kernels/thread_pool.hpp"
+#include "optim/model_state.hpp"
+#include "optim/param_registry.hpp"
+
+namespace zrt {
+
+class OptimizerStep {
+ public:
+  // All references must outlive this object. Local.
+  OptimizerStep(const EngineSettings &settings, const KernelTable &kernels, ThreadPool &threads,
+                MPI_Comm control, const Layout &layout, const StageLayout &stage, ModelState &state,
+                const ParamRegistry &params, int rank);
+
+  // True when a gradient on any rank is inf or NaN. Collective over control.
+  bool overflow() const;
+  // The squared L2 norm of the (scaled) gradient over all ranks. Collective over control
+  // unless this rank updates everything (stage 0).
+  double grad_norm_squared() const;
+  // Updates the owned ranges with gradients multiplied by grad_scale; `step` is the number
+  // of steps applied before this one. Collective over control for LAMB.
+  void run(float grad_scale, double lr, int64_t step);
+
+  // A parameter's part of an owned range.
+  struct Piece {
+    int param, owner;
+    size_t param_offset;  // where the piece starts inside the parameter
+    OptimRange range;
+  };
+  std::vector<Piece> param_pieces() const;
+  const std::vector<OwnedRange> &owned() const { return owned_; }
+
+ private:
+  OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;
+  // Runs kernel(param, range) over everything this rank updates, on the threads; param is
+  // -1 when every parameter has the engine's weight decay.
+  void for_each_range(const std::function<void(int, const OptimRange &)> &kernel) const;
+  void run_lamb(const AdamStep &base, double lr) const;
+  std::vector<double> gather_partials(const std::vector<double> &mine, size_t per_rank) const;
+
+  const EngineSettings &settings_;
+  const KernelTable &kernels_;
+  ThreadPool &threads_;
+  MPI_Comm control_;
+  const Layout &layout_;
+  const StageLayout stage_;
+  ModelState &state_;
+  const ParamRegistry &params_;
+  const int rank_, nranks_;
+  const size_t esize_;
+  std::vector<OwnedRange> owned_;
+};
+
+}  // namespace zrt

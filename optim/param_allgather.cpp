@@ -1,0 +1,53 @@
+#include "optim/param_allgather.hpp"
+
+#include <deque>
+#include <utility>
+
+#include "comm/dtype.hpp"
+
+namespace zrt {
+
+void all_gather_updated_params(Communicator &comm, const Layout &layout, ModelState &state,
+                               zrt_dtype_t dtype, size_t window_bytes) {
+  const size_t es = dtype_size(dtype);
+  const int rank = comm.rank();
+  size_t bytes_in_flight = 0;
+  std::deque<std::pair<RequestPtr, size_t>> window;
+  for (const BucketInfo &b : layout.buckets()) {
+    while (!window.empty() && bytes_in_flight + b.length * es > window_bytes) {
+      window.front().first->wait();
+      bytes_in_flight -= window.front().second;
+      window.pop_front();
+    }
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.recv = state.params(b.offset);
+    a.send = state.params(layout.slice_begin(b, rank));  // in place
+    a.count = b.length;
+    a.dtype = dtype;
+    window.emplace_back(post_owned(comm, a), b.length * es);
+    bytes_in_flight += b.length * es;
+  }
+  for (auto &w : window)
+    w.first->wait();
+}
+
+std::vector<float> gather_param_weights(Communicator &comm, const Layout &layout,
+                                        const ModelState &state, const ParamInfo &p) {
+  const BucketInfo &g = layout.bucket(p.bucket);
+  std::vector<float> whole(g.group_length);
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
+    const BucketInfo &b = layout.bucket(k);
+    OwnedRange mine = StageLayout::slice_of(layout, b, comm.rank());
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.send = state.weights(mine.index(state.weights_extent()));
+    a.recv = whole.data() + (b.offset - g.group_offset);
+    a.count = b.length;
+    a.dtype = ZRT_DTYPE_FP32;
+    post_owned(comm, a)->wait();
+  }
+  return whole;
+}
+
+}  // namespace zrt

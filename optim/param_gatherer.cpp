@@ -1,0 +1,160 @@
+#include "optim/param_gatherer.hpp"
+
+#include <algorithm>
+
+#include "comm/dtype.hpp"
+
+namespace zrt {
+
+ParamGatherer::ParamGatherer(Communicator &comm, Pool &pool, const Layout &layout,
+                             ModelState &state, const EngineSettings &settings)
+    : comm_(comm),
+      pool_(pool),
+      layout_(layout),
+      state_(state),
+      dtype_(settings.dtype),
+      esize_(dtype_size(settings.dtype)),
+      max_live_elements_(settings.max_live_elements) {
+  const size_t groups = layout.buckets().size();
+  gathered_.resize(groups);
+  refs_.assign(groups, 0);
+  used_.assign(groups, 0);
+  param_gathered_.assign(layout.params().size(), 0);
+}
+
+ParamGatherer::~ParamGatherer() {
+  try {
+    finish_prefetch();
+  } catch (...) {
+    // Already reported to the caller of the operation that failed.
+  }
+}
+
+void ParamGatherer::fetch(int group, bool wait_now) {
+  const BucketInfo &g = layout_.bucket(group);
+  const size_t bytes = g.group_length * esize_;
+  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
+  // Reuse a spare buffer when one is large enough: the all-gathers overwrite all of it.
+  for (auto it = spare_.begin(); it != spare_.end(); ++it)
+    if (it->size() >= bytes) {
+      buf = std::move(*it);
+      spare_.erase(it);
+      break;
+    }
+  if (buf.empty())
+    buf = HostBuffer(pool_, std::max(bytes, layout_.max_single_group() * esize_),
+                     Lifetime::Transient, false);
+  resident_elements_ += g.group_length;
+  used_[static_cast<size_t>(group)] = ++use_clock_;
+  ++fetches_;
+  // One all-gather per bucket of the group, each into its place in the group's buffer.
+  for (int k = group; k < group + g.group_buckets; ++k) {
+    const BucketInfo &b = layout_.bucket(k);
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.send = state_.params(b.shard_offset);
+    a.recv = buf.bytes() + (b.offset - g.group_offset) * esize_;
+    a.count = b.length;
+    a.dtype = dtype_;
+    RequestPtr r = post_owned(comm_, a);
+    if (wait_now)
+      r->wait();
+    else
+      prefetch_.push_back(std::move(r));
+  }
+  if (!wait_now) prefetch_group_ = group;
+}
+
+void ParamGatherer::finish_prefetch() {
+  if (prefetch_.empty()) return;
+  std::vector<RequestPtr> requests = std::move(prefetch_);
+  prefetch_.clear();
+  prefetch_group_ = -1;
+  for (RequestPtr &r : requests)
+    r->wait();
+}
+
+void ParamGatherer::free_group(int group) {
+  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
+  if (buf.empty()) return;
+  resident_elements_ -= layout_.bucket(group).group_length;
+  if (spare_.size() < 2)
+    spare_.push_back(std::move(buf));
+  else
+    buf = HostBuffer();
+}
+
+void ParamGatherer::evict() {
+  while (resident_elements_ > max_live_elements_) {
+    int victim = -1;
+    for (size_t g = 0; g < gathered_.size(); ++g) {
+      if (gathered_[g].empty() || refs_[g] > 0 || static_cast<int>(g) == prefetch_group_) continue;
+      if (victim < 0 || used_[g] < used_[static_cast<size_t>(victim)]) victim = static_cast<int>(g);
+    }
+    if (victim < 0) return;  // everything resident is in use
+    free_group(victim);
+    ++evictions_;
+  }
+}
+
+void ParamGatherer::drop_all() {
+  for (size_t g = 0; g < gathered_.size(); ++g)
+    free_group(static_cast<int>(g));
+  std::fill(refs_.begin(), refs_.end(), 0);
+  std::fill(param_gathered_.begin(), param_gathered_.end(), 0);
+  last_group_ = -1;
+}
+
+void ParamGatherer::gather(int index) {
+  const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
+  const int group = layout_.bucket(p.bucket).group;
+  if (prefetch_group_ == group) finish_prefetch();
+  if (gathered_[static_cast<size_t>(group)].empty()) fetch(group, true);
+  used_[static_cast<size_t>(group)] = ++use_clock_;
+  char &flag = param_gathered_[static_cast<size_t>(index)];
+  if (!flag) {
+    flag = 1;
+    ++refs_[static_cast<size_t>(group)];
+  }
+  // Prefetch the next group in the direction the gathers are moving (forward walks from
+  // the highest bucket down, backward up). Every rank decides the same way.
+  int direction = last_group_ < 0 || group < last_group_ ? -1 : 1;
+  if (group == last_group_) direction = 0;
+  if (direction != 0) last_group_ = group;
+  const int groups = static_cast<int>(gathered_.size());
+  int next = direction < 0 ? group - 1 : group + layout_.bucket(group).group_buckets;
+  if (next >= 0 && next < groups) next = layout_.bucket(next).group;
+  if (direction != 0 && prefetch_.empty() && next >= 0 && next < groups &&
+      gathered_[static_cast<size_t>(next)].empty())
+    fetch(next, false);
+  evict();
+}
+
+void ParamGatherer::release(int index) {
+  const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
+  char &flag = param_gathered_[static_cast<size_t>(index)];
+  if (!flag)
+    fail(ZRT_ERR_INVALID_STATE, "parameter '{}' is not gathered: nothing to release", p.name);
+  flag = 0;
+  --refs_[static_cast<size_t>(layout_.bucket(p.bucket).group)];
+  evict();
+}
+
+void *ParamGatherer::data(int index) const {
+  const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
+  if (!param_gathered_[static_cast<size_t>(index)])
+    fail(ZRT_ERR_INVALID_STATE,
+         "parameter '{}' is not gathered: at stage 3 call zrt_param_gather before using it",
+         p.name);
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  return gathered_[static_cast<size_t>(b.group)].bytes() + (p.offset - b.group_offset) * esize_;
+}
+
+size_t ParamGatherer::buffer_bytes() const {
+  size_t total = 0;
+  for (const HostBuffer &g : gathered_)
+    total += g.size();
+  return total;
+}
+
+}  // namespace zrt
