@@ -120,29 +120,21 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   if (!(options.timeout >= 0))
     fail(ZRT_ERR_INVALID_ARGUMENT, "timeout is {}: it must be >= 0 seconds (0: no watchdog)",
          options.timeout);
-  check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup");
-  try {
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    check_mpi(MPI_Comm_dup(comm_, &check_comm_), "MPI_Comm_dup");
-    check_mpi(MPI_Comm_dup(comm_, &memory_comm_), "MPI_Comm_dup");
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    check_args_ = context.config().get_bool("comm.check_args");
-    BackendGroup group;
-    group.context = &context;
-    group.comm = comm_;
-    group.rank = rank_;
-    group.size = size_;
-    group.deterministic = deterministic_;
-    backends_ = std::make_unique<BackendSet>(group, options.backend);
-    if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
-  } catch (...) {
-    backends_.reset();
-    if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
-    if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
-    MPI_Comm_free(&comm_);
-    throw;
-  }
+  // On a throw the members go in reverse order: backends before the communicators.
+  comm_ = MpiComm::dup(user_comm);
+  check_comm_ = MpiComm::dup(comm_);
+  memory_comm_ = MpiComm::dup(comm_);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  check_args_ = context.config().get_bool("comm.check_args");
+  BackendGroup group;
+  group.context = &context;
+  group.comm = comm_;
+  group.rank = rank_;
+  group.size = size_;
+  group.deterministic = deterministic_;
+  backends_ = std::make_unique<BackendSet>(group, options.backend);
+  if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
   log::debug("communicator of {} ranks; large host buffers go to backend {}", size_,
              backends_->primary());
 }
@@ -161,12 +153,14 @@ Communicator::~Communicator() {
   if (keep) backends_->abandoned();
   backends_.reset();  // before the MPI communicators they use
   // An abandoned MPI collective may still write into these: then they are left alone.
-  if (keep) return;
+  if (keep) {
+    check_comm_.abandon();
+    memory_comm_.abandon();
+    comm_.abandon();
+    return;
+  }
   for (auto &[p, number] : private_memory_)
     std::free(p);
-  if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
-  if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void Communicator::memory_gate(const std::function<void()> &checks) {

@@ -18,6 +18,7 @@
 #include "comm/request.hpp"
 #include "comm/watchdog.hpp"
 #include "runtime/handle_table.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace zrt {
 
@@ -82,9 +83,10 @@ class Communicator {
   void fail_all(const WatchVerdict &verdict);
 
   Context &context_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm check_comm_ = MPI_COMM_NULL;
-  MPI_Comm memory_comm_ = MPI_COMM_NULL;  // mem_alloc / mem_free agreement
+  // Declared before what uses them, so that they are freed after it.
+  MpiComm comm_;
+  MpiComm check_comm_;
+  MpiComm memory_comm_;  // mem_alloc / mem_free agreement
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;

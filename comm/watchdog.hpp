@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/mpi_comm.hpp"
+
 namespace zrt {
 
 struct WatchVerdict {
@@ -73,7 +75,7 @@ class Watchdog {
   std::optional<WatchVerdict> handle(const Message &m, double now, uint64_t posted);
   std::string verdict_text(double now) const;
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiComm comm_;
   int rank_ = 0, size_ = 1;
   double timeout_ = 0, grace_ = 0;
   Message incoming_;
