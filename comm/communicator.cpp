@@ -42,56 +42,7 @@ bool overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
   return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
-std::string bytes_text(size_t bytes) {
-  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.3g} {}", v, units[u]);
-}
-
 }  // namespace
-
-const char *coll_name(CollKind kind) {
-  switch (kind) {
-    case CollKind::ReduceScatter:
-      return "reduce_scatter";
-    case CollKind::AllGather:
-      return "all_gather";
-    case CollKind::AllReduce:
-      return "all_reduce";
-    case CollKind::Broadcast:
-      return "broadcast";
-  }
-  return "collective";
-}
-
-std::string CollArgs::describe() const {
-  if (kind == CollKind::Broadcast)
-    return fmt::format("{} #{} ({} x {}, root {})", coll_name(kind), seq, count, dtype_name(dtype),
-                       root);
-  if (kind == CollKind::AllGather)
-    return fmt::format("{} #{} ({} x {})", coll_name(kind), seq, count, dtype_name(dtype));
-  return fmt::format("{} #{} ({} x {}, {})", coll_name(kind), seq, count, dtype_name(dtype),
-                     op_name(op));
-}
-
-std::string CollArgs::describe_with_bytes() const {
-  size_t esize = 0;
-  try {
-    esize = dtype_size(dtype);
-  } catch (const Error &) {
-  }
-  std::string size =
-      fmt::format("{} x {} = {}", count, dtype_name(dtype), bytes_text(count * esize));
-  if (kind == CollKind::Broadcast)
-    return fmt::format("{} #{} ({}, root {})", coll_name(kind), seq, size, root);
-  if (kind == CollKind::AllGather) return fmt::format("{} #{} ({})", coll_name(kind), seq, size);
-  return fmt::format("{} #{} ({}, {})", coll_name(kind), seq, size, op_name(op));
-}
 
 HandleTable<Communicator> &comm_table() {
   static HandleTable<Communicator> table("communicator");

@@ -49,7 +49,7 @@ class Watchdog {
   struct Oldest {
     uint64_t seq = 0;
     double posted_at = 0;  // steady-clock seconds
-    std::string what;      // "all_reduce #5 (1000 x fp32 = 3.9 KiB, sum)"
+    std::string what;      // "all_reduce #5 (1000 x fp32 = 3.91 KiB, sum)"
   };
   // Answers peers, watches the clock, and returns the verdict this rank must apply (its
   // own or a peer's), once. posted: collectives posted on this rank so far. Called with
