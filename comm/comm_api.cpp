@@ -1,4 +1,5 @@
 // The C entry points of zerort/comm.h (and zrt_context_comm).
+#include "comm/comm_handles.hpp"
 #include "comm/comm_part.hpp"
 #include "comm/communicator.hpp"
 #include "comm/dtype.hpp"

@@ -9,7 +9,7 @@
 
 #include "comm/dtype.hpp"
 #include "comm/graveyard.hpp"
-#include "comm/partition.hpp"
+#include "comm/validate_args.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 #include "runtime/log.hpp"
@@ -37,30 +37,7 @@ int64_t signature(const CollArgs &a, int backend) {
   return static_cast<int64_t>(h >> 2);
 }
 
-bool overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
 }  // namespace
-
-HandleTable<Communicator> &comm_table() {
-  static HandleTable<Communicator> table("communicator");
-  return table;
-}
-
-HandleTable<Request> &request_table() {
-  static HandleTable<Request> table("request");
-  return table;
-}
-
-Communicator &comm_from(zrt_comm_h handle, const char *argument) {
-  return comm_table().get(handle_value(handle), argument);
-}
-
-Request &request_from(zrt_request_h handle, const char *argument) {
-  return request_table().get(handle_value(handle), argument);
-}
 
 Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world)
     : context_(context), world_(world), deterministic_(options.deterministic) {
@@ -222,49 +199,6 @@ void Communicator::describe(nlohmann::json &out) const {
          {"timeout", timeout()}};
 }
 
-void Communicator::validate(const CollArgs &a) const {
-  size_t esize = dtype_size(a.dtype);
-  if (a.kind != CollKind::AllGather && a.kind != CollKind::Broadcast) check_op(a.op);
-  if (a.count == 0) return;
-  Shard own = shard_range(a.count, size_, rank_);
-  auto aligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % esize == 0; };
-  switch (a.kind) {
-    case CollKind::ReduceScatter:
-      require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (overlaps(a.send, a.count * esize, a.recv, own.shard * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT,
-             "sendbuf and recvbuf overlap; reduce-scatter needs "
-             "separate buffers");
-      break;
-    case CollKind::AllGather:
-      if (own.length > 0) require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (a.send != static_cast<const char *>(a.recv) + own.offset * esize &&
-          overlaps(a.send, own.length * esize, a.recv, a.count * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT,
-             "sendbuf overlaps recvbuf but is not this rank's slot of "
-             "it (recvbuf + {} elements), the only in-place form",
-             own.offset);
-      break;
-    case CollKind::AllReduce:
-      require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (a.send != a.recv && overlaps(a.send, a.count * esize, a.recv, a.count * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap but are not equal (in place)");
-      break;
-    case CollKind::Broadcast:
-      require_nonnull(a.recv, "buf");
-      if (a.root < 0 || a.root >= size_)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "root is {}: accepted values are 0 .. {}", a.root,
-             size_ - 1);
-      break;
-  }
-  if ((a.send != nullptr && !aligned(a.send)) || !aligned(a.recv))
-    fail(ZRT_ERR_INVALID_ARGUMENT, "buffers must be aligned to the {}-byte {} element", esize,
-         dtype_name(a.dtype));
-}
-
 // A check whose signature is kPoison tells every rank that some rank rejected its
 // arguments: they all fail the collective instead of waiting for that rank forever.
 constexpr int64_t kPoison = INT64_MAX;
@@ -303,7 +237,7 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
   try {
     if (!failure_.empty())
       fail(ZRT_ERR_TIMEOUT, "{}: this communicator failed earlier: {}", args.describe(), failure_);
-    validate(args);
+    validate_args(args, size_, rank_);
     MemoryKind memory = MemoryKind::Host;
     if (args.count > 0) {
       memory = memory_kind(args.recv);

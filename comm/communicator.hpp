@@ -17,7 +17,6 @@
 #include "comm/registry.hpp"
 #include "comm/request.hpp"
 #include "comm/watchdog.hpp"
-#include "runtime/handle_table.hpp"
 #include "runtime/mpi_comm.hpp"
 
 namespace zrt {
@@ -75,7 +74,6 @@ class Communicator {
  private:
   void progress_locked();
   void watch_locked();
-  void validate(const CollArgs &args) const;
   void start(Request &request);
   void finish_check(Request &request);
   void post_check(Request &request, bool poison);
@@ -110,10 +108,5 @@ class Communicator {
   std::map<void *, uint64_t> private_memory_;
   uint64_t next_allocation_ = 0;
 };
-
-HandleTable<Communicator> &comm_table();
-HandleTable<Request> &request_table();
-Communicator &comm_from(zrt_comm_h handle, const char *argument = "comm");
-Request &request_from(zrt_request_h handle, const char *argument = "request");
 
 }  // namespace zrt
