@@ -51,7 +51,6 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   // On a throw the members go in reverse order: backends before the communicators.
   comm_ = MpiComm::dup(user_comm);
   check_comm_ = MpiComm::dup(comm_);
-  memory_comm_ = MpiComm::dup(comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_args_ = context.config().get_bool("comm.check_args");
@@ -62,6 +61,13 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   group.size = size_;
   group.deterministic = deterministic_;
   backends_ = std::make_unique<BackendSet>(group, options.backend);
+  CommMemory::Hooks hooks;
+  hooks.usable = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.empty()) fail(ZRT_ERR_TIMEOUT, "this communicator failed earlier: {}", failure_);
+  };
+  hooks.progress = [this] { progress(); };
+  memory_ = std::make_unique<CommMemory>(comm_, backends_->shared_buffers(), std::move(hooks));
   if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
   log::debug("communicator of {} ranks; large host buffers go to backend {}", size_,
              backends_->primary());
@@ -79,114 +85,15 @@ Communicator::~Communicator() {
   // are left for MPI_Finalize.
   const bool keep = !failure_.empty();
   if (keep) backends_->abandoned();
-  backends_.reset();  // before the MPI communicators they use
-  // An abandoned MPI collective may still write into these: then they are left alone.
+  backends_.reset();  // before the MPI communicators and the memory they use
+  // An abandoned MPI collective may still use these (and write into private memory): then
+  // they are left for MPI_Finalize. Otherwise the members free them: memory_, then the
+  // communicators.
   if (keep) {
+    memory_->abandon();
     check_comm_.abandon();
-    memory_comm_.abandon();
     comm_.abandon();
-    return;
   }
-  for (auto &[p, number] : private_memory_)
-    std::free(p);
-}
-
-void Communicator::memory_gate(const std::function<void()> &checks) {
-  // While waiting, step this communicator's collectives: a peer may need one of ours to
-  // progress before it can get here.
-  run_agreed(
-      memory_comm_,
-      [&] {
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          if (!failure_.empty())
-            fail(ZRT_ERR_TIMEOUT, "this communicator failed earlier: {}", failure_);
-        }
-        checks();
-      },
-      [this] { progress(); });
-}
-
-void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
-  memory_gate([&] {
-    if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
-    if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
-    // More than the node has cannot succeed (and only fails later, in the OOM killer, where
-    // memory is overcommitted).
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const uint64_t physical = pages > 0 && page > 0
-                                  ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                                  : UINT64_MAX / 2;
-    if (bytes > physical)
-      fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes asked for; this node has {} bytes", bytes, physical);
-  });
-  // Numbered per call on every rank, failed or not, so that frees can be compared.
-  const uint64_t number = next_allocation_++;
-  if (SharedBuffers *shared = backends_->shared_buffers()) {
-    // The backend's group may be this node only (hier): the verdict must reach every rank.
-    void *p = nullptr;
-    bool mine = false;
-    try {
-      run_agreed(memory_comm_, [&] {
-        p = shared->allocate(bytes);
-        mine = true;
-      });
-    } catch (...) {
-      if (mine) shared->free(p);  // the whole group has it: another node failed
-      throw;
-    }
-    return p;
-  }
-  // Private memory needs no peer, but fails on every rank together all the same, as the
-  // shared kind does: a program written against one works with the other.
-  constexpr size_t kPage = 4096;
-  void *p = nullptr;
-  try {
-    run_agreed(memory_comm_, [&] {
-      p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
-      if (p == nullptr)
-        fail(ZRT_ERR_OUT_OF_MEMORY, "out of host memory allocating {} bytes", bytes);
-    });
-  } catch (...) {
-    std::free(p);  // another rank failed
-    throw;
-  }
-  std::memset(p, 0, bytes);
-  std::lock_guard<std::mutex> lock(memory_mutex_);
-  private_memory_[p] = number;
-  return p;
-}
-
-void Communicator::mem_free(void *pointer) {
-  SharedBuffers *shared = backends_->shared_buffers();
-  uint64_t number = SharedBuffers::kNone;
-  memory_gate([&] {
-    if (shared != nullptr) {
-      number = shared->number_of(pointer);
-    } else {
-      std::lock_guard<std::mutex> lock(memory_mutex_);
-      auto it = private_memory_.find(pointer);
-      if (it != private_memory_.end()) number = it->second;
-    }
-    if (number == SharedBuffers::kNone)
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
-           "freed already); nothing freed",
-           pointer);
-  });
-  // The same allocation on every rank, or nothing is freed anywhere. Allocations are
-  // numbered in the same order on every rank (on every node, for hier).
-  uint64_t range[2] = {number, ~number};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, memory_comm_),
-            "MPI_Allreduce(zrt_comm_mem_free)");
-  if (range[0] != ~range[1])
-    fail(ZRT_ERR_MISMATCH,
-         "the ranks passed different buffers; every rank must free the buffer of the same "
-         "zrt_comm_mem_alloc call together; nothing freed");
-  if (shared != nullptr) return shared->free(pointer);
-  std::lock_guard<std::mutex> lock(memory_mutex_);
-  private_memory_.erase(pointer);
-  std::free(pointer);
 }
 
 void Communicator::describe(nlohmann::json &out) const {
