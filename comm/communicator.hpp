@@ -1,5 +1,7 @@
-// The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, and the
-// progress engine that starts its collectives in order and steps them to completion.
+// The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, its memory
+// (comm_memory.hpp), and the progress engine that starts its collectives in order and
+// steps them to completion. The engine decides when each request moves on; the request
+// (request.hpp) makes the move, its argument check included (arg_check.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -48,8 +50,9 @@ class Communicator {
   double timeout() const { return watchdog_ ? watchdog_->timeout() : 0; }
   void describe(nlohmann::json &out) const;
 
-  // Validates args locally and creates the request (owned by the caller). Collective in
-  // that every rank must post the same sequence of collectives.
+  // Validates args locally (validate_args.hpp), chooses the backend and creates the
+  // request (owned by the caller). Collective in that every rank must post the same
+  // sequence of collectives.
   std::unique_ptr<Request> post(CollArgs args);
   // Starts ready requests in sequence order, steps running ones, runs the watchdog.
   void progress();
@@ -70,15 +73,13 @@ class Communicator {
   void progress_locked();
   void watch_locked();
   void start(Request &request);
-  void finish_check(Request &request);
-  void post_check(Request &request, bool poison);
   void drop_orphan(Request &request);
   void fail_all(const WatchVerdict &verdict);
 
   Context &context_;
   // Declared before what uses them, so that they are freed after it.
-  MpiComm comm_;
-  MpiComm check_comm_;
+  MpiComm comm_;        // the backends' data traffic
+  MpiComm check_comm_;  // the argument checks
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;
