@@ -25,7 +25,7 @@ class SharedBuffers {
  public:
   virtual ~SharedBuffers() = default;
   // Both collective over the backend's group; they fail on every rank together. The
-  // communicator has checked the arguments on every rank (zrt_comm_mem_alloc/free).
+  // caller (comm/comm_memory.hpp) has checked the arguments on every rank.
   virtual void *allocate(size_t bytes) = 0;
   virtual void free(void *pointer) = 0;
   // Local: the number of the allocation that allocate returned as pointer, counted from 0
