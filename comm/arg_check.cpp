@@ -36,16 +36,16 @@ int64_t signature(const CollArgs &a, int backend) {
 }  // namespace
 
 void ArgCheck::post(MPI_Comm comm, const CollArgs &args, int backend, bool poison) {
-  const int64_t sig = poison ? kPoison : signature(args, backend);
-  const int64_t count = static_cast<int64_t>(args.count);
-  int64_t *v = values();
-  v[0] = sig;
-  v[1] = -sig;
-  v[2] = count;
-  v[3] = -count;
-  v[4] = backend;
-  v[5] = -backend;
-  const int rc = MPI_Iallreduce(MPI_IN_PLACE, v, kValues, MPI_INT64_T, MPI_MAX, comm, &request_);
+  int64_t mine[kCompared] = {};
+  mine[kSignature] = poison ? kPoison : signature(args, backend);
+  mine[kCount] = static_cast<int64_t>(args.count);
+  mine[kBackend] = backend;
+  int64_t *v = slots();
+  for (int i = 0; i < kCompared; ++i) {
+    v[2 * i] = mine[i];
+    v[2 * i + 1] = -mine[i];
+  }
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, v, kSlots, MPI_INT64_T, MPI_MAX, comm, &request_);
   if (rc != MPI_SUCCESS)
     fail(ZRT_ERR_MPI, "MPI_Iallreduce (argument check) failed: {}", mpi_error_string(rc));
 }
@@ -58,9 +58,9 @@ bool ArgCheck::test() {
 }
 
 void ArgCheck::verdict(const CollArgs &args, int rank) const {
-  const int64_t *v = values();
-  const int64_t max_sig = v[0], min_sig = -v[1], max_count = v[2], min_count = -v[3];
-  const int64_t max_backend = v[4], min_backend = -v[5];
+  const int64_t max_sig = highest(kSignature), min_sig = lowest(kSignature);
+  const int64_t max_count = highest(kCount), min_count = lowest(kCount);
+  const int64_t max_backend = highest(kBackend), min_backend = lowest(kBackend);
   if (max_sig == kPoison)
     fail(ZRT_ERR_REMOTE,
          "{} on rank {}: another rank rejected its arguments for this collective (its error "

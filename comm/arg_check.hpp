@@ -42,14 +42,21 @@ class ArgCheck {
   void abandon();
 
  private:
-  // The signature, the count and the backend index, each followed by its negation.
-  static constexpr int kValues = 6;
-  int64_t *values() { return reinterpret_cast<int64_t *>(storage_.get()); }
-  const int64_t *values() const { return reinterpret_cast<const int64_t *>(storage_.get()); }
+  // What the ranks compare. Each is sent followed by its negation, so that after the
+  // all-reduce slot 2i holds the highest value across ranks and slot 2i+1 minus the lowest.
+  enum Value { kSignature, kCount, kBackend, kCompared };
+  static constexpr int kSlots = 2 * kCompared;
+  int64_t *slots() { return reinterpret_cast<int64_t *>(storage_.get()); }
+  int64_t highest(Value v) const {
+    return reinterpret_cast<const int64_t *>(storage_.get())[2 * v];
+  }
+  int64_t lowest(Value v) const {
+    return -reinterpret_cast<const int64_t *>(storage_.get())[2 * v + 1];
+  }
 
   MPI_Request request_ = MPI_REQUEST_NULL;
   // Where MPI writes the result; on the heap so that an abandoned check can bury it.
-  std::unique_ptr<char[]> storage_{new char[kValues * sizeof(int64_t)]()};
+  std::unique_ptr<char[]> storage_{new char[kSlots * sizeof(int64_t)]()};
 };
 
 }  // namespace zrt
