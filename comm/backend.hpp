@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/coll_args.hpp"
 #include "runtime/gpu/memory_kind.hpp"
 #include "zerort/defs.h"
 
@@ -24,32 +25,13 @@ class SharedBuffers {
  public:
   virtual ~SharedBuffers() = default;
   // Both collective over the backend's group; they fail on every rank together. The
-  // communicator has checked the arguments on every rank (zrt_comm_mem_alloc/free).
+  // caller (comm/comm_memory.hpp) has checked the arguments on every rank.
   virtual void *allocate(size_t bytes) = 0;
   virtual void free(void *pointer) = 0;
   // Local: the number of the allocation that allocate returned as pointer, counted from 0
   // in allocation order (the same on every rank), or kNone.
   static constexpr uint64_t kNone = ~uint64_t{0};
   virtual uint64_t number_of(const void *pointer) const = 0;
-};
-
-enum class CollKind { ReduceScatter = 1, AllGather = 2, AllReduce = 3, Broadcast = 4 };
-const char *coll_name(CollKind kind);
-
-struct CollArgs {
-  CollKind kind = CollKind::AllReduce;
-  const void *send = nullptr;
-  void *recv = nullptr;
-  size_t count = 0;  // total elements (see the padding rule in zerort/comm.h)
-  zrt_dtype_t dtype = ZRT_DTYPE_FP32;
-  zrt_op_t op = ZRT_OP_SUM;
-  int root = 0;
-  uint64_t seq = 0;  // per-communicator sequence number, for messages
-
-  // "all_reduce #12 (4096 x fp32, sum)"
-  std::string describe() const;
-  // "all_reduce #12 (4096 x fp32 = 16 KiB, sum)": with the size in bytes, for the watchdog
-  std::string describe_with_bytes() const;
 };
 
 class BackendOp {

@@ -1,5 +1,6 @@
 // The C entry points of zerort/comm.h (and zrt_context_comm).
 #include "comm/comm_fields.hpp"
+#include "comm/comm_handles.hpp"
 #include "comm/comm_part.hpp"
 #include "comm/communicator.hpp"
 #include "comm/dtype.hpp"
@@ -55,7 +56,7 @@ extern "C" {
 ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **ptr_p) {
   return abi_call("zrt_comm_mem_alloc", [&] {
     Communicator &c = comm_from(comm);
-    void *p = c.mem_alloc(bytes, ptr_p == nullptr ? "ptr_p is NULL" : "");
+    void *p = c.memory().allocate(bytes, ptr_p == nullptr ? "ptr_p is NULL" : "");
     *ptr_p = p;
     return ZRT_SUCCESS;
   });
@@ -63,7 +64,7 @@ ZRT_API zrt_status_t zrt_comm_mem_alloc(zrt_comm_h comm, size_t bytes, void **pt
 
 ZRT_API zrt_status_t zrt_comm_mem_free(zrt_comm_h comm, void *ptr) {
   return abi_call("zrt_comm_mem_free", [&] {
-    comm_from(comm).mem_free(ptr);
+    comm_from(comm).memory().free(ptr);
     return ZRT_SUCCESS;
   });
 }

@@ -1,5 +1,7 @@
 #include "comm/comm_part.hpp"
 
+#include "comm/comm_handles.hpp"
+
 #include "runtime/log.hpp"
 
 namespace zrt {

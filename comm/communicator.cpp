@@ -1,115 +1,13 @@
 #include "comm/communicator.hpp"
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
-#include <cstring>
 
-#include <unistd.h>
-
-#include "comm/dtype.hpp"
-#include "comm/graveyard.hpp"
-#include "comm/partition.hpp"
-#include "runtime/agree.hpp"
+#include "comm/validate_args.hpp"
 #include "runtime/context.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
-
-namespace {
-
-// A signature of everything the ranks must agree on, folded into 62 bits so that it and
-// its negation fit an int64 (one MPI_MAX all-reduce then yields both min and max).
-int64_t signature(const CollArgs &a, int backend) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  auto mix = [&](uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-  };
-  mix(static_cast<uint64_t>(a.kind));
-  mix(static_cast<uint64_t>(a.count));
-  mix(static_cast<uint64_t>(a.dtype));
-  mix(static_cast<uint64_t>(a.op));
-  mix(static_cast<uint64_t>(a.root));
-  mix(static_cast<uint64_t>(backend));
-  return static_cast<int64_t>(h >> 2);
-}
-
-bool overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-std::string bytes_text(size_t bytes) {
-  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.3g} {}", v, units[u]);
-}
-
-}  // namespace
-
-const char *coll_name(CollKind kind) {
-  switch (kind) {
-    case CollKind::ReduceScatter:
-      return "reduce_scatter";
-    case CollKind::AllGather:
-      return "all_gather";
-    case CollKind::AllReduce:
-      return "all_reduce";
-    case CollKind::Broadcast:
-      return "broadcast";
-  }
-  return "collective";
-}
-
-std::string CollArgs::describe() const {
-  if (kind == CollKind::Broadcast)
-    return fmt::format("{} #{} ({} x {}, root {})", coll_name(kind), seq, count, dtype_name(dtype),
-                       root);
-  if (kind == CollKind::AllGather)
-    return fmt::format("{} #{} ({} x {})", coll_name(kind), seq, count, dtype_name(dtype));
-  return fmt::format("{} #{} ({} x {}, {})", coll_name(kind), seq, count, dtype_name(dtype),
-                     op_name(op));
-}
-
-std::string CollArgs::describe_with_bytes() const {
-  size_t esize = 0;
-  try {
-    esize = dtype_size(dtype);
-  } catch (const Error &) {
-  }
-  std::string size =
-      fmt::format("{} x {} = {}", count, dtype_name(dtype), bytes_text(count * esize));
-  if (kind == CollKind::Broadcast)
-    return fmt::format("{} #{} ({}, root {})", coll_name(kind), seq, size, root);
-  if (kind == CollKind::AllGather) return fmt::format("{} #{} ({})", coll_name(kind), seq, size);
-  return fmt::format("{} #{} ({}, {})", coll_name(kind), seq, size, op_name(op));
-}
-
-HandleTable<Communicator> &comm_table() {
-  static HandleTable<Communicator> table("communicator");
-  return table;
-}
-
-HandleTable<Request> &request_table() {
-  static HandleTable<Request> table("request");
-  return table;
-}
-
-Communicator &comm_from(zrt_comm_h handle, const char *argument) {
-  return comm_table().get(handle_value(handle), argument);
-}
-
-Request &request_from(zrt_request_h handle, const char *argument) {
-  return request_table().get(handle_value(handle), argument);
-}
 
 Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world)
     : context_(context), world_(world), deterministic_(options.deterministic) {
@@ -120,29 +18,27 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   if (!(options.timeout >= 0))
     fail(ZRT_ERR_INVALID_ARGUMENT, "timeout is {}: it must be >= 0 seconds (0: no watchdog)",
          options.timeout);
-  check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup");
-  try {
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    check_mpi(MPI_Comm_dup(comm_, &check_comm_), "MPI_Comm_dup");
-    check_mpi(MPI_Comm_dup(comm_, &memory_comm_), "MPI_Comm_dup");
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    check_args_ = context.config().get_bool("comm.check_args");
-    BackendGroup group;
-    group.context = &context;
-    group.comm = comm_;
-    group.rank = rank_;
-    group.size = size_;
-    group.deterministic = deterministic_;
-    backends_ = std::make_unique<BackendSet>(group, options.backend);
-    if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
-  } catch (...) {
-    backends_.reset();
-    if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
-    if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
-    MPI_Comm_free(&comm_);
-    throw;
-  }
+  // On a throw the members go in reverse order: backends before the communicators.
+  comm_ = MpiComm::dup(user_comm);
+  check_comm_ = MpiComm::dup(comm_);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  check_args_ = context.config().get_bool("comm.check_args");
+  BackendGroup group;
+  group.context = &context;
+  group.comm = comm_;
+  group.rank = rank_;
+  group.size = size_;
+  group.deterministic = deterministic_;
+  backends_ = std::make_unique<BackendSet>(group, options.backend);
+  CommMemory::Hooks hooks;
+  hooks.usable = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.empty()) fail(ZRT_ERR_TIMEOUT, "this communicator failed earlier: {}", failure_);
+  };
+  hooks.progress = [this] { progress(); };
+  memory_ = std::make_unique<CommMemory>(comm_, backends_->shared_buffers(), std::move(hooks));
+  if (options.timeout > 0) watchdog_ = std::make_unique<Watchdog>(comm_, options.timeout);
   log::debug("communicator of {} ranks; large host buffers go to backend {}", size_,
              backends_->primary());
 }
@@ -155,116 +51,17 @@ Communicator::~Communicator() {
   orphans_.clear();
   watchdog_.reset();
   // After a timeout, MPI may still be running the abandoned collectives: it must keep their
-  // communicators (Open MPI crashes progressing one whose communicator was freed), so they
-  // are left for MPI_Finalize.
+  // communicators (Open MPI crashes progressing one whose communicator was freed) and the
+  // private memory they may write into, so those are left for MPI_Finalize.
   const bool keep = !failure_.empty();
   if (keep) backends_->abandoned();
-  backends_.reset();  // before the MPI communicators they use
-  // An abandoned MPI collective may still write into these: then they are left alone.
-  if (keep) return;
-  for (auto &[p, number] : private_memory_)
-    std::free(p);
-  if (check_comm_ != MPI_COMM_NULL) MPI_Comm_free(&check_comm_);
-  if (memory_comm_ != MPI_COMM_NULL) MPI_Comm_free(&memory_comm_);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-}
-
-void Communicator::memory_gate(const std::function<void()> &checks) {
-  // While waiting, step this communicator's collectives: a peer may need one of ours to
-  // progress before it can get here.
-  run_agreed(
-      memory_comm_,
-      [&] {
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          if (!failure_.empty())
-            fail(ZRT_ERR_TIMEOUT, "this communicator failed earlier: {}", failure_);
-        }
-        checks();
-      },
-      [this] { progress(); });
-}
-
-void *Communicator::mem_alloc(size_t bytes, const std::string &bad_argument) {
-  memory_gate([&] {
-    if (!bad_argument.empty()) fail(ZRT_ERR_INVALID_ARGUMENT, "{}", bad_argument);
-    if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
-    // More than the node has cannot succeed (and only fails later, in the OOM killer, where
-    // memory is overcommitted).
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    const uint64_t physical = pages > 0 && page > 0
-                                  ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                                  : UINT64_MAX / 2;
-    if (bytes > physical)
-      fail(ZRT_ERR_OUT_OF_MEMORY, "{} bytes asked for; this node has {} bytes", bytes, physical);
-  });
-  // Numbered per call on every rank, failed or not, so that frees can be compared.
-  const uint64_t number = next_allocation_++;
-  if (SharedBuffers *shared = backends_->shared_buffers()) {
-    // The backend's group may be this node only (hier): the verdict must reach every rank.
-    void *p = nullptr;
-    bool mine = false;
-    try {
-      run_agreed(memory_comm_, [&] {
-        p = shared->allocate(bytes);
-        mine = true;
-      });
-    } catch (...) {
-      if (mine) shared->free(p);  // the whole group has it: another node failed
-      throw;
-    }
-    return p;
+  backends_.reset();  // before the MPI communicators and the memory they use
+  if (keep) {
+    memory_->abandon();
+    check_comm_.abandon();
+    comm_.abandon();
   }
-  // Private memory needs no peer, but fails on every rank together all the same, as the
-  // shared kind does: a program written against one works with the other.
-  constexpr size_t kPage = 4096;
-  void *p = nullptr;
-  try {
-    run_agreed(memory_comm_, [&] {
-      p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
-      if (p == nullptr)
-        fail(ZRT_ERR_OUT_OF_MEMORY, "out of host memory allocating {} bytes", bytes);
-    });
-  } catch (...) {
-    std::free(p);  // another rank failed
-    throw;
-  }
-  std::memset(p, 0, bytes);
-  std::lock_guard<std::mutex> lock(memory_mutex_);
-  private_memory_[p] = number;
-  return p;
-}
-
-void Communicator::mem_free(void *pointer) {
-  SharedBuffers *shared = backends_->shared_buffers();
-  uint64_t number = SharedBuffers::kNone;
-  memory_gate([&] {
-    if (shared != nullptr) {
-      number = shared->number_of(pointer);
-    } else {
-      std::lock_guard<std::mutex> lock(memory_mutex_);
-      auto it = private_memory_.find(pointer);
-      if (it != private_memory_.end()) number = it->second;
-    }
-    if (number == SharedBuffers::kNone)
-      fail(ZRT_ERR_INVALID_ARGUMENT,
-           "pointer {} was not returned by zrt_comm_mem_alloc on this communicator (or was "
-           "freed already); nothing freed",
-           pointer);
-  });
-  // The same allocation on every rank, or nothing is freed anywhere. Allocations are
-  // numbered in the same order on every rank (on every node, for hier).
-  uint64_t range[2] = {number, ~number};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, memory_comm_),
-            "MPI_Allreduce(zrt_comm_mem_free)");
-  if (range[0] != ~range[1])
-    fail(ZRT_ERR_MISMATCH,
-         "the ranks passed different buffers; every rank must free the buffer of the same "
-         "zrt_comm_mem_alloc call together; nothing freed");
-  if (shared != nullptr) return shared->free(pointer);
-  std::lock_guard<std::mutex> lock(memory_mutex_);
-  private_memory_.erase(pointer);
-  std::free(pointer);
+  // Otherwise the members free them now: memory_, then the communicators.
 }
 
 void Communicator::describe(nlohmann::json &out) const {
@@ -275,74 +72,6 @@ void Communicator::describe(nlohmann::json &out) const {
          {"check_args", check_args_},
          {"deterministic", deterministic_},
          {"timeout", timeout()}};
-}
-
-void Communicator::validate(const CollArgs &a) const {
-  size_t esize = dtype_size(a.dtype);
-  if (a.kind != CollKind::AllGather && a.kind != CollKind::Broadcast) check_op(a.op);
-  if (a.count == 0) return;
-  Shard own = shard_range(a.count, size_, rank_);
-  auto aligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % esize == 0; };
-  switch (a.kind) {
-    case CollKind::ReduceScatter:
-      require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (overlaps(a.send, a.count * esize, a.recv, own.shard * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT,
-             "sendbuf and recvbuf overlap; reduce-scatter needs "
-             "separate buffers");
-      break;
-    case CollKind::AllGather:
-      if (own.length > 0) require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (a.send != static_cast<const char *>(a.recv) + own.offset * esize &&
-          overlaps(a.send, own.length * esize, a.recv, a.count * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT,
-             "sendbuf overlaps recvbuf but is not this rank's slot of "
-             "it (recvbuf + {} elements), the only in-place form",
-             own.offset);
-      break;
-    case CollKind::AllReduce:
-      require_nonnull(a.send, "sendbuf");
-      require_nonnull(a.recv, "recvbuf");
-      if (a.send != a.recv && overlaps(a.send, a.count * esize, a.recv, a.count * esize))
-        fail(ZRT_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap but are not equal (in place)");
-      break;
-    case CollKind::Broadcast:
-      require_nonnull(a.recv, "buf");
-      if (a.root < 0 || a.root >= size_)
-        fail(ZRT_ERR_INVALID_ARGUMENT, "root is {}: accepted values are 0 .. {}", a.root,
-             size_ - 1);
-      break;
-  }
-  if ((a.send != nullptr && !aligned(a.send)) || !aligned(a.recv))
-    fail(ZRT_ERR_INVALID_ARGUMENT, "buffers must be aligned to the {}-byte {} element", esize,
-         dtype_name(a.dtype));
-}
-
-// A check whose signature is kPoison tells every rank that some rank rejected its
-// arguments: they all fail the collective instead of waiting for that rank forever.
-constexpr int64_t kPoison = INT64_MAX;
-
-void Communicator::post_check(Request &r, bool poison) {
-  int64_t sig = poison ? kPoison : signature(r.args_, r.backend_index_);
-  int64_t count = static_cast<int64_t>(r.args_.count);
-  int64_t backend = r.backend_index_;
-  int64_t *v = r.check_values();
-  v[0] = sig;
-  v[1] = -sig;
-  v[2] = count;
-  v[3] = -count;
-  v[4] = backend;
-  v[5] = -backend;
-  int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 6, MPI_INT64_T, MPI_MAX, check_comm_, &r.check_request_);
-  if (rc != MPI_SUCCESS) {
-    r.fail(ZRT_ERR_MPI, fmt::format("{}: MPI_Iallreduce (argument check) failed: {}",
-                                    r.args_.describe(), mpi_error_string(rc)));
-    return;
-  }
-  r.set_phase(Request::Phase::Checking);
-  unstarted_.push_back(&r);
 }
 
 std::unique_ptr<Request> Communicator::post(CollArgs args) {
@@ -358,7 +87,7 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
   try {
     if (!failure_.empty())
       fail(ZRT_ERR_TIMEOUT, "{}: this communicator failed earlier: {}", args.describe(), failure_);
-    validate(args);
+    validate_args(args, size_, rank_);
     MemoryKind memory = MemoryKind::Host;
     if (args.count > 0) {
       memory = memory_kind(args.recv);
@@ -373,22 +102,21 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
     // communicator is past that: its peers do not wait for checks any more.
     if (check_args_ && failure_.empty()) {
       ++next_seq_;
-      auto orphan = std::make_unique<Request>(*this, args);
-      orphan->orphan_ = true;
-      orphan->posted_at_ = Watchdog::now();
-      post_check(*orphan, true);
-      if (!orphan->finished()) orphans_.push_back(std::move(orphan));
+      auto orphan = std::make_unique<Request>(*this, args, Request::Orphan{});
+      orphan->post_check(check_comm_);
+      if (!orphan->finished()) {
+        unstarted_.push_back(orphan.get());
+        orphans_.push_back(std::move(orphan));
+      }
     }
     throw;
   }
   ++next_seq_;
-  auto request = std::make_unique<Request>(*this, args);
-  request->backend_ = backend;
-  request->backend_index_ = index;
-  request->posted_at_ = Watchdog::now();
+  auto request = std::make_unique<Request>(*this, args, *backend, index);
   ++live_requests_;
   if (check_args_) {
-    post_check(*request, false);
+    request->post_check(check_comm_);
+    if (!request->finished()) unstarted_.push_back(request.get());
   } else if (unstarted_.empty()) {
     start(*request);
   } else {
@@ -403,48 +131,9 @@ void Communicator::drop_orphan(Request &r) {
   if (it != orphans_.end()) orphans_.erase(it);
 }
 
-void Communicator::finish_check(Request &r) {
-  const int64_t *v = r.check_values();
-  int64_t max_sig = v[0], min_sig = -v[1], max_count = v[2], min_count = -v[3];
-  int64_t max_backend = v[4], min_backend = -v[5];
-  if (r.orphan_) {
-    r.fail(ZRT_ERR_INVALID_ARGUMENT, "rejected on this rank");
-    return;
-  }
-  if (max_sig == kPoison) {
-    r.fail(ZRT_ERR_REMOTE,
-           fmt::format("{} on rank {}: another rank rejected its arguments for this collective "
-                       "(its error message names them)",
-                       r.args_.describe(), rank_));
-    return;
-  }
-  if (max_sig == min_sig && max_count == min_count) {
-    r.set_phase(Request::Phase::Ready);
-    return;
-  }
-  std::string what;
-  if (max_count != min_count)
-    what = fmt::format("counts differ across ranks: from {} to {}", min_count, max_count);
-  else if (max_backend != min_backend)
-    what =
-        "the ranks chose different backends for it: are the buffers in host memory on some "
-        "ranks and in device memory on others?";
-  else
-    what = "the collective, dtype, op or root differs across ranks";
-  r.fail(ZRT_ERR_MISMATCH,
-         fmt::format("{} on rank {}: {}; every rank must post the same collectives in the "
-                     "same order with the same arguments",
-                     r.args_.describe(), rank_, what));
-}
-
 void Communicator::start(Request &r) {
-  try {
-    r.op_ = r.backend_->start(r.args_);
-    r.set_phase(Request::Phase::Running);
-    running_.push_back(&r);
-  } catch (const Error &e) {
-    r.fail(e.status(), fmt::format("{}: {}", r.args_.describe(), e.what()));
-  }
+  r.start();
+  if (r.phase() == Request::Phase::Running) running_.push_back(&r);
 }
 
 void Communicator::progress() {
@@ -469,38 +158,14 @@ void Communicator::progress_locked() {
   // Start requests strictly in sequence order.
   while (!unstarted_.empty()) {
     Request &r = *unstarted_.front();
-    if (r.phase() == Request::Phase::Checking) {
-      int done = 0;
-      int rc = MPI_Test(&r.check_request_, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) {
-        r.fail(ZRT_ERR_MPI, fmt::format("{}: argument check failed: {}", r.args_.describe(),
-                                        mpi_error_string(rc)));
-        unstarted_.pop_front();
-        if (r.orphan_) drop_orphan(r);
-        continue;
-      }
-      if (!done) break;
-      finish_check(r);
-    }
+    if (r.phase() == Request::Phase::Checking && !r.checked()) break;
     if (r.phase() == Request::Phase::Ready) start(r);
     unstarted_.pop_front();
-    if (r.orphan_) drop_orphan(r);
+    if (r.orphan()) drop_orphan(r);
   }
   // Step everything running; each op is a state machine that never blocks.
   for (size_t i = 0; i < running_.size();) {
-    Request &r = *running_[i];
-    bool done = false;
-    try {
-      done = r.op_->step();
-      if (done) {
-        r.op_.reset();
-        r.set_phase(Request::Phase::Done);
-      }
-    } catch (const Error &e) {
-      r.fail(e.status(), fmt::format("{}: {}", r.args_.describe(), e.what()));
-      done = true;
-    }
-    if (done) {
+    if (running_[i]->step()) {
       running_[i] = running_.back();
       running_.pop_back();
     } else {
@@ -520,16 +185,16 @@ void Communicator::watch_locked() {
   // The oldest unfinished collective: the front of the start queue, or a running one.
   const Request *oldest = unstarted_.empty() ? nullptr : unstarted_.front();
   for (const Request *r : running_)
-    if (oldest == nullptr || r->args_.seq < oldest->args_.seq) oldest = r;
+    if (oldest == nullptr || r->args().seq < oldest->args().seq) oldest = r;
   Watchdog::Oldest what;
   if (oldest != nullptr) {
-    what.seq = oldest->args_.seq;
-    what.posted_at = oldest->posted_at_;
-    what.what = oldest->args_.describe_with_bytes();
+    what.seq = oldest->args().seq;
+    what.posted_at = oldest->posted_at();
+    what.what = oldest->args().describe_with_bytes();
   }
-  std::optional<WatchVerdict> verdict = watchdog_->poll(
-      now, oldest != nullptr ? &what : nullptr, next_seq_,
-      oldest != nullptr && oldest->backend_ != nullptr ? oldest->backend_->name() : "none");
+  std::optional<WatchVerdict> verdict =
+      watchdog_->poll(now, oldest != nullptr ? &what : nullptr, next_seq_,
+                      oldest != nullptr ? oldest->backend_name() : "none");
   if (verdict) fail_all(*verdict);
 }
 
@@ -537,24 +202,14 @@ void Communicator::fail_all(const WatchVerdict &verdict) {
   failure_ = verdict.message;
   log::error("{}", verdict.message);
   auto message_for = [&](const Request &r) {
-    return r.args_.seq == verdict.seq ? verdict.message
-                                      : fmt::format("{}: abandoned, the communicator failed: {}",
-                                                    r.args_.describe(), verdict.message);
+    return r.args().seq == verdict.seq ? verdict.message
+                                       : fmt::format("{}: abandoned, the communicator failed: {}",
+                                                     r.args().describe(), verdict.message);
   };
-  // Argument checks and operations in flight may never complete, and MPI may write into
-  // their buffers until it finalizes: they are buried, not freed.
-  for (Request *r : unstarted_) {
-    if (r->phase() == Request::Phase::Checking) {
-      r->check_request_ = MPI_REQUEST_NULL;
-      bury(std::move(r->check_storage_));
-    }
-    r->fail(ZRT_ERR_TIMEOUT, message_for(*r));
-  }
-  for (Request *r : running_) {
-    r->op_->abandon();
-    bury(std::move(r->op_));
-    r->fail(ZRT_ERR_TIMEOUT, message_for(*r));
-  }
+  for (Request *r : unstarted_)
+    r->abandon(message_for(*r));
+  for (Request *r : running_)
+    r->abandon(message_for(*r));
   unstarted_.clear();
   running_.clear();
   orphans_.clear();

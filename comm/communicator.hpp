@@ -1,23 +1,24 @@
-// The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, and the
-// progress engine that starts its collectives in order and steps them to completion.
+// The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, its memory
+// (comm_memory.hpp), and the progress engine that starts its collectives in order and
+// steps them to completion. The engine decides when each request moves on; the request
+// (request.hpp) makes the move, its argument check included (arg_check.hpp).
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
 #include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "comm/comm_memory.hpp"
 #include "comm/registry.hpp"
 #include "comm/request.hpp"
 #include "comm/watchdog.hpp"
-#include "runtime/handle_table.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace zrt {
 
@@ -25,8 +26,9 @@ class Context;
 
 class Communicator {
  public:
-  // Collective over user_comm (duplicated: data traffic, argument checks and the watchdog
-  // each have their own, so they never match each other's messages).
+  // Collective over user_comm (duplicated: data traffic, argument checks, memory
+  // agreements and the watchdog each have their own, so they never match each other's
+  // messages).
   struct Options {
     std::string backend = "auto";  // or a backend name
     bool deterministic = false;    // reductions sum in rank order (ordered_sum.hpp)
@@ -48,8 +50,9 @@ class Communicator {
   double timeout() const { return watchdog_ ? watchdog_->timeout() : 0; }
   void describe(nlohmann::json &out) const;
 
-  // Validates args locally and creates the request (owned by the caller). Collective in
-  // that every rank must post the same sequence of collectives.
+  // Validates args locally (validate_args.hpp), chooses the backend and creates the
+  // request (owned by the caller). Collective in that every rank must post the same
+  // sequence of collectives.
   std::unique_ptr<Request> post(CollArgs args);
   // Starts ready requests in sequence order, steps running ones, runs the watchdog.
   void progress();
@@ -57,13 +60,8 @@ class Communicator {
   // progressing. progress_from_thread returns whether requests are in flight.
   bool progress_from_thread();
   bool watch_from_thread();
-  // zrt_comm_mem_alloc / zrt_comm_mem_free: memory the backend reads in place (shared
-  // with the node's ranks) where it can, else page-aligned private memory. Collective;
-  // they fail on every rank together.
-  // bad_argument: the caller's argument error found on this rank ("ptr_p is NULL"), which
-  // fails the call on every rank rather than leave the others waiting.
-  void *mem_alloc(size_t bytes, const std::string &bad_argument);
-  void mem_free(void *pointer);
+  // zrt_comm_mem_alloc / zrt_comm_mem_free.
+  CommMemory &memory() { return *memory_; }
 
   // Requests created and not yet freed.
   int live_requests() const { return live_requests_.load(); }
@@ -74,22 +72,20 @@ class Communicator {
  private:
   void progress_locked();
   void watch_locked();
-  void validate(const CollArgs &args) const;
   void start(Request &request);
-  void finish_check(Request &request);
-  void post_check(Request &request, bool poison);
   void drop_orphan(Request &request);
   void fail_all(const WatchVerdict &verdict);
 
   Context &context_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm check_comm_ = MPI_COMM_NULL;
-  MPI_Comm memory_comm_ = MPI_COMM_NULL;  // mem_alloc / mem_free agreement
+  // Declared before what uses them, so that they are freed after it.
+  MpiComm comm_;        // the backends' data traffic
+  MpiComm check_comm_;  // the argument checks
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;
   bool deterministic_ = false;
   std::unique_ptr<BackendSet> backends_;
+  std::unique_ptr<CommMemory> memory_;  // uses the backends' shared buffers
   std::unique_ptr<Watchdog> watchdog_;
   double last_watch_ = 0;  // steady-clock seconds of the watchdog's last poll
   std::mutex mutex_;
@@ -101,17 +97,6 @@ class Communicator {
   // Set once the watchdog failed this communicator: every later post fails with it.
   std::string failure_;
   std::atomic<int> live_requests_{0};
-  // Every rank arrives, with the communicator not failed, and passes checks, or all fail.
-  void memory_gate(const std::function<void()> &checks);
-  std::mutex memory_mutex_;
-  // mem_alloc's, by number, where the backend has no shared memory.
-  std::map<void *, uint64_t> private_memory_;
-  uint64_t next_allocation_ = 0;
 };
-
-HandleTable<Communicator> &comm_table();
-HandleTable<Request> &request_table();
-Communicator &comm_from(zrt_comm_h handle, const char *argument = "comm");
-Request &request_from(zrt_request_h handle, const char *argument = "request");
 
 }  // namespace zrt

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "runtime/context.hpp"
+#include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -30,12 +31,12 @@ GroupNodes group_nodes(const Context &context, MPI_Comm comm) {
   for (const auto &m : members)
     if (m.second != out.ranks_per_node) out.ranks_per_node = 0;
 
-  MPI_Comm shared = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared),
-            "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
   int shared_size = 0;
-  MPI_Comm_size(shared, &shared_size);
-  MPI_Comm_free(&shared);
+  {
+    const MpiComm shared = MpiComm::split_type(comm, MPI_COMM_TYPE_SHARED, 0,
+                                               "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+    MPI_Comm_size(shared, &shared_size);
+  }
   // A rank whose shared group is smaller than the communicator cannot map everyone; all
   // ranks must agree, so they take the smallest answer.
   int all = shared_size == size ? 1 : 0;

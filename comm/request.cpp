@@ -3,9 +3,21 @@
 #include <sched.h>
 
 #include "comm/communicator.hpp"
+#include "comm/graveyard.hpp"
+#include "comm/watchdog.hpp"
 #include "runtime/error.hpp"
 
 namespace zrt {
+
+Request::Request(Communicator &comm, const CollArgs &args, Backend &backend, int backend_index)
+    : comm_(comm),
+      args_(args),
+      backend_(&backend),
+      backend_index_(backend_index),
+      posted_at_(Watchdog::now()) {}
+
+Request::Request(Communicator &comm, const CollArgs &args, Orphan)
+    : comm_(comm), args_(args), orphan_(true), posted_at_(Watchdog::now()) {}
 
 Request::~Request() = default;
 
@@ -47,6 +59,64 @@ zrt_status_t Request::wait() {
     }
   }
   return report();
+}
+
+void Request::post_check(MPI_Comm check_comm) {
+  try {
+    check_.post(check_comm, args_, backend_index_, orphan_);
+    set_phase(Phase::Checking);
+  } catch (const Error &e) {
+    fail(e.status(), fmt::format("{}: {}", args_.describe(), e.what()));
+  }
+}
+
+bool Request::checked() {
+  try {
+    if (!check_.test()) return false;
+  } catch (const Error &e) {
+    fail(e.status(), fmt::format("{}: {}", args_.describe(), e.what()));
+    return true;
+  }
+  if (orphan_) {
+    fail(ZRT_ERR_INVALID_ARGUMENT, "rejected on this rank");
+    return true;
+  }
+  try {
+    check_.verdict(args_, comm_.rank());  // its messages name the collective and the rank
+    set_phase(Phase::Ready);
+  } catch (const Error &e) {
+    fail(e.status(), e.what());
+  }
+  return true;
+}
+
+void Request::start() {
+  try {
+    op_ = backend_->start(args_);
+    set_phase(Phase::Running);
+  } catch (const Error &e) {
+    fail(e.status(), fmt::format("{}: {}", args_.describe(), e.what()));
+  }
+}
+
+bool Request::step() {
+  try {
+    if (!op_->step()) return false;
+    op_.reset();
+    set_phase(Phase::Done);
+  } catch (const Error &e) {
+    fail(e.status(), fmt::format("{}: {}", args_.describe(), e.what()));
+  }
+  return true;
+}
+
+void Request::abandon(std::string message) {
+  if (phase() == Phase::Checking) check_.abandon();
+  if (op_) {
+    op_->abandon();
+    bury(std::move(op_));
+  }
+  fail(ZRT_ERR_TIMEOUT, std::move(message));
 }
 
 }  // namespace zrt

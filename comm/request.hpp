@@ -1,8 +1,12 @@
 // The object behind zrt_request_h: one collective on one communicator, moving through
 //   Checking -> Ready -> Running -> Done (or Failed from any of them).
-// Checking agrees on the arguments across ranks (comm.check_args); Ready waits for every
-// earlier request of the communicator to start, so backends see collectives in the same
-// order on every rank whatever order the program tests them in.
+// Checking agrees on the arguments across ranks (comm.check_args, comm/arg_check.hpp);
+// Ready waits for every earlier request of the communicator to start, so backends see
+// collectives in the same order on every rank whatever order the program tests them in.
+//
+// The program tests and waits; the communicator's progress engine decides when a request
+// moves on and calls the transitions below, with the communicator locked. A transition
+// records a failure in the request (test and wait report it) rather than throw it.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/arg_check.hpp"
 #include "comm/backend.hpp"
 #include "zerort/status.h"
 
@@ -23,9 +28,19 @@ class Request {
  public:
   enum class Phase { Checking, Ready, Running, Done, Failed };
 
-  Request(Communicator &comm, const CollArgs &args) : comm_(comm), args_(args) {}
+  // A collective served by backend, the one at backend_index in the communicator's
+  // BackendSet (which the argument check compares across ranks).
+  Request(Communicator &comm, const CollArgs &args, Backend &backend, int backend_index);
+  // An orphan: the argument check of a post this rank rejected. The other ranks' checks
+  // wait for this rank's part, so it is posted all the same, poisoned; then the request
+  // fails, with nothing to start. The communicator owns it.
+  struct Orphan {};
+  Request(Communicator &comm, const CollArgs &args, Orphan);
   ~Request();
+  Request(const Request &) = delete;
+  Request &operator=(const Request &) = delete;
 
+  // --- the program's side (zrt_request_test / wait / free)
   zrt_status_t test();  // drives the communicator's progress, then reports
   zrt_status_t wait();
   // The progress thread may finish a request while the program tests it.
@@ -36,27 +51,42 @@ class Request {
   Communicator &comm() const { return comm_; }
   const CollArgs &args() const { return args_; }
 
+  // --- the progress engine's side, with the communicator locked
+  Phase phase() const { return phase_.load(std::memory_order_relaxed); }
+  bool orphan() const { return orphan_; }
+  double posted_at() const { return posted_at_; }  // steady-clock seconds, for the watchdog
+  const char *backend_name() const { return backend_ != nullptr ? backend_->name() : "none"; }
+  // Ready -> Checking: posts this rank's part of the argument check on check_comm (an
+  // orphan's is poisoned). Failed when MPI refuses it.
+  void post_check(MPI_Comm check_comm);
+  // Checking -> Ready or Failed, once the check has completed on every rank; false while
+  // it is in flight.
+  bool checked();
+  // Ready -> Running, or Failed when the backend refuses to start it.
+  void start();
+  // Running -> Done or Failed; returns whether the request left Running. Never waits.
+  bool step();
+  // -> Failed with message, the communicator having failed (the watchdog's verdict). An
+  // argument check or an operation in flight may never complete, and MPI may write into
+  // their buffers until it finalizes: they are buried (comm/graveyard.hpp), not freed.
+  void abandon(std::string message);
+
  private:
-  friend class Communicator;
   zrt_status_t report() const;
   void fail(zrt_status_t status, std::string message);
   void set_phase(Phase p) { phase_.store(p, std::memory_order_release); }
-  Phase phase() const { return phase_.load(std::memory_order_relaxed); }
 
   Communicator &comm_;
   CollArgs args_;
   std::atomic<Phase> phase_{Phase::Ready};
-  Backend *backend_ = nullptr;  // chosen at post
+  Backend *backend_ = nullptr;  // none for an orphan
   int backend_index_ = 0;
-  double posted_at_ = 0;  // steady-clock seconds, for the watchdog
-  MPI_Request check_request_ = MPI_REQUEST_NULL;
-  // MPI writes the check's result here; on the heap so that an abandoned check can keep it.
-  std::unique_ptr<char[]> check_storage_{new char[6 * sizeof(int64_t)]()};
-  int64_t *check_values() { return reinterpret_cast<int64_t *>(check_storage_.get()); }
+  bool orphan_ = false;
+  double posted_at_ = 0;
+  ArgCheck check_;
   std::unique_ptr<BackendOp> op_;
   zrt_status_t status_ = ZRT_SUCCESS;
   std::string message_;
-  bool orphan_ = false;  // owned by the communicator: a rejected post's argument check
 };
 
 }  // namespace zrt

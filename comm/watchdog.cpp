@@ -38,17 +38,10 @@ double Watchdog::now() {
 }
 
 Watchdog::Watchdog(MPI_Comm comm, double timeout)
-    : timeout_(timeout), grace_(std::clamp(timeout / 4, 0.2, 5.0)) {
-  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    : comm_(MpiComm::dup(comm)), timeout_(timeout), grace_(std::clamp(timeout / 4, 0.2, 5.0)) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  try {
-    post_receive();
-  } catch (...) {
-    MPI_Comm_free(&comm_);
-    throw;
-  }
+  post_receive();
 }
 
 Watchdog::~Watchdog() {
@@ -65,7 +58,6 @@ Watchdog::~Watchdog() {
     MPI_Request_free(&o.request);
     bury(std::move(o.message));
   }
-  MPI_Comm_free(&comm_);
 }
 
 void Watchdog::post_receive() {

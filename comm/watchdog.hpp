@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/mpi_comm.hpp"
+
 namespace zrt {
 
 struct WatchVerdict {
@@ -47,7 +49,7 @@ class Watchdog {
   struct Oldest {
     uint64_t seq = 0;
     double posted_at = 0;  // steady-clock seconds
-    std::string what;      // "all_reduce #5 (1000 x fp32 = 3.9 KiB, sum)"
+    std::string what;      // "all_reduce #5 (1000 x fp32 = 3.91 KiB, sum)"
   };
   // Answers peers, watches the clock, and returns the verdict this rank must apply (its
   // own or a peer's), once. posted: collectives posted on this rank so far. Called with
@@ -73,7 +75,7 @@ class Watchdog {
   std::optional<WatchVerdict> handle(const Message &m, double now, uint64_t posted);
   std::string verdict_text(double now) const;
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiComm comm_;
   int rank_ = 0, size_ = 1;
   double timeout_ = 0, grace_ = 0;
   Message incoming_;

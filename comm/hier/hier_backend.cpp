@@ -12,6 +12,7 @@
 #include "comm/start_order.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
+#include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -91,36 +92,25 @@ class HierBackend final : public Backend {
                                   nodes.local_rank_of[static_cast<size_t>(r)])] = r;
     node_ = nodes.node_of[static_cast<size_t>(group.rank)];
     local_ = nodes.local_rank_of[static_cast<size_t>(group.rank)];
-    check_mpi(MPI_Comm_split(group.comm, node_, local_, &node_comm_), "MPI_Comm_split(node)");
-    int rc = MPI_Comm_split(group.comm, local_, node_, &rail_comm_);
-    if (rc != MPI_SUCCESS) {
-      MPI_Comm_free(&node_comm_);
-      check_mpi(rc, "MPI_Comm_split(rail)");
-    }
-    try {
-      BackendGroup node{group.context, node_comm_, local_, per_node_, false};
-      intra_ = std::make_unique<ShmBackend>(node);
-      const std::string choice = group.context->config().get_string("comm.hier.inter");
-      BackendGroup rail{group.context, rail_comm_, node_, nodes_, false};
-      inter_ = create_network_backend(rail, choice);
-      if (group.deterministic) flat_ = create_network_backend(group, choice);
-    } catch (...) {
-      flat_.reset();
-      inter_.reset();
-      intra_.reset();
-      MPI_Comm_free(&rail_comm_);
-      MPI_Comm_free(&node_comm_);
-      throw;
-    }
+    node_comm_ = MpiComm::split(group.comm, node_, local_, "MPI_Comm_split(node)");
+    rail_comm_ = MpiComm::split(group.comm, local_, node_, "MPI_Comm_split(rail)");
+    // On a throw the members go in reverse order: the backends before their communicators.
+    BackendGroup node{group.context, node_comm_, local_, per_node_, false};
+    intra_ = std::make_unique<ShmBackend>(node);
+    const std::string choice = group.context->config().get_string("comm.hier.inter");
+    BackendGroup rail{group.context, rail_comm_, node_, nodes_, false};
+    inter_ = create_network_backend(rail, choice);
+    if (group.deterministic) flat_ = create_network_backend(group, choice);
   }
 
   ~HierBackend() override {
     flat_.reset();
     inter_.reset();
     intra_.reset();
-    if (abandoned_) return;  // see Backend::abandoned
-    MPI_Comm_free(&rail_comm_);
-    MPI_Comm_free(&node_comm_);
+    if (abandoned_) {  // see Backend::abandoned
+      rail_comm_.abandon();
+      node_comm_.abandon();
+    }
   }
 
   void abandoned() override {
@@ -298,8 +288,8 @@ class HierBackend final : public Backend {
 
   BackendGroup group_;
   int nodes_ = 1, per_node_ = 1, node_ = 0, local_ = 0;
-  std::vector<int> global_;  // [node * per_node + local] -> rank
-  MPI_Comm node_comm_ = MPI_COMM_NULL, rail_comm_ = MPI_COMM_NULL;
+  std::vector<int> global_;        // [node * per_node + local] -> rank
+  MpiComm node_comm_, rail_comm_;  // declared before the backends that use them
   std::unique_ptr<ShmBackend> intra_;
   std::unique_ptr<Backend> inter_, flat_;
   StartOrder order_;

@@ -9,6 +9,7 @@
 #include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
 #include "comm/start_order.hpp"
+#include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -145,24 +146,21 @@ class OrderedReduceOp final : public BackendOp {
 
 class MpiBackend final : public Backend {
  public:
-  explicit MpiBackend(const BackendGroup &group) : group_(group) {
-    check_mpi(MPI_Comm_dup(group.comm, &gather_comm_), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(gather_comm_, MPI_ERRORS_RETURN);
-    if (int rc = MPI_Op_create(&sum_bf16, 1, &sum_bf16_); rc != MPI_SUCCESS) {
-      MPI_Comm_free(&gather_comm_);
-      check_mpi(rc, "MPI_Op_create(bf16 sum)");
-    }
+  explicit MpiBackend(const BackendGroup &group)
+      : group_(group), gather_comm_(MpiComm::dup(group.comm)) {
+    check_mpi(MPI_Op_create(&sum_bf16, 1, &sum_bf16_), "MPI_Op_create(bf16 sum)");
     if (int rc = MPI_Op_create(&sum_fp16, 1, &sum_fp16_); rc != MPI_SUCCESS) {
       MPI_Op_free(&sum_bf16_);
-      MPI_Comm_free(&gather_comm_);
       check_mpi(rc, "MPI_Op_create(fp16 sum)");
     }
   }
   ~MpiBackend() override {
-    if (abandoned_) return;  // MPI may still run its operations: MPI_Finalize frees them
+    if (abandoned_) {  // MPI may still run its operations: MPI_Finalize frees them
+      gather_comm_.abandon();
+      return;
+    }
     MPI_Op_free(&sum_bf16_);
     MPI_Op_free(&sum_fp16_);
-    MPI_Comm_free(&gather_comm_);
   }
   void abandoned() override { abandoned_ = true; }
 
@@ -272,7 +270,7 @@ class MpiBackend final : public Backend {
   }
 
   BackendGroup group_;
-  MPI_Comm gather_comm_ = MPI_COMM_NULL;  // the deterministic all-reduce's second phase
+  MpiComm gather_comm_;  // the deterministic all-reduce's second phase
   StartOrder order_;
   bool abandoned_ = false;
   MPI_Op sum_bf16_ = MPI_OP_NULL;

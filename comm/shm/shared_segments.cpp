@@ -20,19 +20,21 @@ char *page_align(char *p) {
 
 }  // namespace
 
-SharedSegments::SharedSegments(MPI_Comm comm) {
-  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup(shared segments)");
+SharedSegments::SharedSegments(MPI_Comm comm)
+    : comm_(MpiComm::dup(comm, "MPI_Comm_dup(shared segments)")) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 }
 
 SharedSegments::~SharedSegments() {
-  if (abandoned_) return;
+  if (abandoned_) {
+    comm_.abandon();
+    return;
+  }
   // Every rank holds the same segments (allocation and free are collective), so the frees
   // match up.
   for (auto &[number, segment] : segments_)
     release(segment);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void SharedSegments::release(Segment &segment) {

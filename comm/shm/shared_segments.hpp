@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "runtime/mpi_comm.hpp"
 
 namespace zrt {
 
@@ -52,7 +53,8 @@ class SharedSegments final : public SharedBuffers {
 
   size_t segments() const;
   // A collective was abandoned (Backend::abandoned): a peer may never free its part, and
-  // MPI may still write into a buffer, so the destructor leaves the windows mapped.
+  // MPI may still write into a buffer, so the destructor leaves the windows mapped and
+  // their communicator to MPI_Finalize.
   void abandon() { abandoned_ = true; }
 
  private:
@@ -63,7 +65,7 @@ class SharedSegments final : public SharedBuffers {
   };
   void release(Segment &segment);
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiComm comm_;
   int rank_ = 0, size_ = 1;
   mutable std::mutex mutex_;
   std::map<uint64_t, Segment> segments_;  // by number

@@ -19,6 +19,23 @@ inline std::string last_error() {
   return zrt_last_error_message();
 }
 
+// A split of MPI_COMM_WORLD (MPI_COMM_NULL for MPI_UNDEFINED), freed when it goes out of
+// scope, a failed ASSERT included. The tests link the public library only, so this is
+// their twin of zerort's internal zrt::MpiComm. Collective over MPI_COMM_WORLD.
+class SplitComm {
+ public:
+  SplitComm(int color, int key) { MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm_); }
+  ~SplitComm() {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  SplitComm(const SplitComm &) = delete;
+  SplitComm &operator=(const SplitComm &) = delete;
+  operator MPI_Comm() const { return comm_; }  // NOLINT: passed where MPI takes an MPI_Comm
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
 // True on every rank when the condition holds on every rank.
 inline bool all_ranks(bool ok) {
   int v = ok ? 1 : 0;

@@ -66,12 +66,13 @@ struct Model {
   // A context and engine on the first `ranks` ranks; others get nothing (active() false).
   Model(int ranks, int stage, zrt_optimizer_t optimizer = ZRT_OPTIMIZER_ADAMW,
         zrt_dtype_t dtype = ZRT_DTYPE_FP32, std::vector<std::vector<int64_t>> shapes = kShapes) {
-    MPI_Comm sub;
-    MPI_Comm_split(MPI_COMM_WORLD, test::rank() < ranks ? 0 : MPI_UNDEFINED, test::rank(), &sub);
-    if (sub == MPI_COMM_NULL) return;
-    this->dtype = dtype;
-    EXPECT_EQ(zrt_init(sub, nullptr, &ctx), ZRT_SUCCESS) << test::last_error();
-    MPI_Comm_free(&sub);
+    {
+      // Freed right after zrt_init: the context keeps a duplicate of its own.
+      const test::SplitComm sub(test::rank() < ranks ? 0 : MPI_UNDEFINED, test::rank());
+      if (sub == MPI_COMM_NULL) return;
+      this->dtype = dtype;
+      EXPECT_EQ(zrt_init(sub, nullptr, &ctx), ZRT_SUCCESS) << test::last_error();
+    }
     zrt_engine_params_t p = {};
     p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
                    ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |

@@ -77,8 +77,7 @@ TEST(Collectives, TestIsInProgressUntilEveryRankHasPosted) {
 
 TEST(Collectives, SubCommunicators) {
   int me = test::rank();
-  MPI_Comm half;
-  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+  const test::SplitComm half(me % 2, me);
   zrt_comm_h comm = nullptr;
   ASSERT_EQ(zrt_comm_create(test::context(), half, nullptr, &comm), ZRT_SUCCESS)
       << test::last_error();
@@ -101,5 +100,4 @@ TEST(Collectives, SubCommunicators) {
   EXPECT_NE(backend, nullptr);
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS);
   EXPECT_EQ(zrt_comm_rank(comm, &sub_rank), ZRT_ERR_INVALID_HANDLE);  // stale now
-  MPI_Comm_free(&half);
 }
