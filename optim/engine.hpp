@@ -66,6 +66,7 @@ class Engine {
   Engine &operator=(const Engine &) = delete;
 
   const EngineSettings &settings() const { return settings_; }
+  const StageLayout &stage_layout() const { return stage_; }
   Context &context() const { return context_; }
   bool committed() const { return committed_; }
   int param_count() const { return params_.count(); }

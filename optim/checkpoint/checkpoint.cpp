@@ -33,21 +33,6 @@ const char *optimizer_state_kind(const Engine &e) {
   return "none";
 }
 
-const char *optimizer_type(zrt_optimizer_t o) {
-  switch (o) {
-    case ZRT_OPTIMIZER_ADAMW:
-      return "adamw";
-    case ZRT_OPTIMIZER_ADAM:
-      return "adam";
-    case ZRT_OPTIMIZER_SGD:
-      return "sgd";
-    case ZRT_OPTIMIZER_LAMB:
-      return "lamb";
-    default:
-      return "?";
-  }
-}
-
 // The (param-relative) runs a rank writes or reads, and where they live in memory.
 struct Run {
   size_t begin, count;
@@ -58,7 +43,7 @@ struct Run {
 // slices this rank owns); at load, everything this rank holds (stage 0: the whole tensor).
 std::map<int, std::vector<Run>> runs_by_param(const Engine &e, bool for_load) {
   std::map<int, std::vector<Run>> out;
-  const bool everything = e.settings().stage == 0 && for_load;
+  const bool everything = e.stage_layout().updates_everything && for_load;
   for (const Engine::StatePiece &p : e.state_pieces()) {
     if (!everything && p.owner != e.rank()) continue;
     out[p.param].push_back({p.param_offset, p.count, p.master, p.m, p.v});
@@ -255,7 +240,7 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
     {
       h5::Id file;
       run_agreed(comm, [&] { file = h5::create_file(tmp, comm); });
-      nlohmann::json optimizer{{"type", optimizer_type(s.optimizer)},
+      nlohmann::json optimizer{{"type", optimizer_name(s.optimizer)},
                                {"lr", e.lr()},
                                {"betas", {s.beta1, s.beta2}},
                                {"eps", s.eps},
