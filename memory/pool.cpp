@@ -13,12 +13,10 @@ namespace zrt {
 
 namespace {
 
-constexpr uint64_t kTagBits = 12, kGenerationBits = 20;
-constexpr uint64_t kGenerationMask = (uint64_t{1} << kGenerationBits) - 1;
-
-uint16_t next_tag() {
+// Tags of pools' buffer handles: 1 .. 4095, reused after 4095 pools.
+uint32_t next_tag() {
   static std::atomic<uint32_t> counter{0};
-  return static_cast<uint16_t>(counter.fetch_add(1) % ((1u << kTagBits) - 1) + 1);
+  return counter.fetch_add(1) % 4095 + 1;
 }
 
 uint64_t next_serial() {
@@ -105,9 +103,9 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
       options_(std::move(options)),
       host_accessible_(resource_->host_accessible()),
       align_shift_(0),
-      tag_(next_tag()),
       serial_(next_serial()),
-      bins_(0) {
+      bins_(0),
+      buffers_(next_tag()) {
   size_t a = options_.alignment;
   if (a < 64 || a > (size_t{1} << 20) || !std::has_single_bit(a))
     fail(ZRT_ERR_INVALID_ARGUMENT,
@@ -164,25 +162,11 @@ Pool::~Pool() {
 BufferId Pool::allocate_movable(size_t bytes, Lifetime lifetime) {
   std::lock_guard lock(mutex_);
   // The slot first: a failure after the block is carved would have to undo it.
-  if (free_slots_.empty()) {
-    if (slots_.size() >= 0xffffffffu) fail(ZRT_ERR_OUT_OF_MEMORY, "too many movable buffers");
-    slots_.reserve(slots_.size() + 1);
-    free_slots_.reserve(slots_.size() + 1);
-  }
+  if (!buffers_.prepare_insert()) fail(ZRT_ERR_OUT_OF_MEMORY, "too many movable buffers");
   Block *b = allocate_block(bytes, lifetime, BlockState::Movable);
-  uint32_t index;
-  if (!free_slots_.empty()) {
-    index = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(Slot{});
-  }
-  slots_[index].block = b;
-  b->slot = index;
+  uint64_t value = buffers_.insert(b);
+  b->slot = BufferSlots::index_of(value);
   ++movable_count_;
-  uint64_t value = (uint64_t{tag_} << (64 - kTagBits)) |
-                   (uint64_t{slots_[index].generation} << 32) | (uint64_t{index} + 1);
   return BufferId{value};
 }
 
@@ -509,21 +493,23 @@ void Pool::bad_free(uintptr_t p) const {
 
 Block &Pool::block_of(BufferId buffer, const char *argument) const {
   uint64_t v = buffer.value;
-  if (v == 0) fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL buffer handle", argument);
-  auto tag = static_cast<uint16_t>(v >> (64 - kTagBits));
-  auto generation = static_cast<uint32_t>((v >> 32) & kGenerationMask);
-  uint64_t index = (v & 0xffffffffu) - 1;
-  if (tag != tag_ || index >= slots_.size() || generation == 0)
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is not a buffer of pool '{}': it belongs to another pool or is not a "
-         "buffer handle",
-         argument, v, options_.name);
-  const Slot &s = slots_[index];
-  if (s.generation != generation || s.block == nullptr)
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is a stale buffer handle of pool '{}': the buffer was already freed",
-         argument, v, options_.name);
-  return *s.block;
+  BufferSlots::Found f = buffers_.find(v);
+  switch (f.verdict) {
+    case BufferSlots::Verdict::Valid:
+      break;
+    case BufferSlots::Verdict::Null:
+      fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL buffer handle", argument);
+    case BufferSlots::Verdict::Foreign:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is not a buffer of pool '{}': it belongs to another pool or is not a "
+           "buffer handle",
+           argument, v, options_.name);
+    case BufferSlots::Verdict::Stale:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is a stale buffer handle of pool '{}': the buffer was already freed",
+           argument, v, options_.name);
+  }
+  return *f.value;
 }
 
 void Pool::free(BufferId buffer) {
@@ -532,11 +518,7 @@ void Pool::free(BufferId buffer) {
   if (b.locks > 0)
     fail(ZRT_ERR_INVALID_STATE, "buffer is locked ({} lock(s)): unlock it before freeing it",
          b.locks);
-  Slot &s = slots_[b.slot];
-  s.block = nullptr;
-  s.generation = static_cast<uint32_t>((s.generation & kGenerationMask) + 1) & kGenerationMask;
-  if (s.generation == 0) s.generation = 1;
-  free_slots_.push_back(b.slot);
+  buffers_.remove(b.slot);
   --movable_count_;
   free_block(&b);
 }
@@ -777,8 +759,7 @@ void Pool::check() const {
           if (b->state == BlockState::Movable) {
             ++movable;
             if (b->locks > 0) ++locked;
-            if (b->slot >= slots_.size() || slots_[b->slot].block != b)
-              broken("movable buffer and its slot disagree");
+            if (buffers_.at(b->slot) != b) broken("movable buffer and its slot disagree");
           } else if (b->locks != 0) {
             broken("raw allocation with locks");
           }

@@ -41,6 +41,7 @@
 #include "memory/quick_cache.hpp"
 #include "memory/resource.hpp"
 #include "memory/thread_cache.hpp"
+#include "runtime/slot_table.hpp"
 
 namespace zrt {
 
@@ -76,8 +77,9 @@ struct PoolStats {
   std::string summary() const;  // one line for messages
 };
 
-// A movable buffer: the value of its zrt_buffer_h handle. It names the pool (a tag), the
-// slot and the slot's generation, so stale and foreign handles are recognised.
+// A movable buffer: the value of its zrt_buffer_h handle, a handle of the pool's
+// SlotTable (runtime/slot_table.hpp). It names the pool (a tag), the slot and the slot's
+// generation, so stale and foreign handles are recognised.
 struct BufferId {
   uint64_t value = 0;
   explicit operator bool() const { return value != 0; }
@@ -184,7 +186,6 @@ class Pool {
   PoolOptions options_;
   bool host_accessible_;
   unsigned align_shift_;
-  uint16_t tag_;                // names this pool inside its handles
   uintptr_t reserve_base_ = 0;  // the reservation as mapped (before aligning the region)
   size_t reserve_span_ = 0;
 
@@ -200,12 +201,9 @@ class Pool {
   FreeBins bins_;
   AddressMap addresses_;  // every allocated or cached block by address
   QuickCache cache_;
-  struct Slot {
-    Block *block = nullptr;
-    uint32_t generation = 1;
-  };
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_slots_;
+  // Movable buffers by handle; the tag names this pool.
+  using BufferSlots = SlotTable<Block, 12>;
+  BufferSlots buffers_;
 
   size_t reserved_ = 0, peak_reserved_ = 0;
   size_t live_ = 0, peak_live_ = 0;
