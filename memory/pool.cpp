@@ -104,7 +104,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
       host_accessible_(resource_->host_accessible()),
       align_shift_(0),
       serial_(next_serial()),
-      bins_(0),
+      blocks_(0, host_accessible_),
       buffers_(next_tag()) {
   size_t a = options_.alignment;
   if (a < 64 || a > (size_t{1} << 20) || !std::has_single_bit(a))
@@ -116,7 +116,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
   if (options_.name.empty()) options_.name = space_name(resource_->space());
   align_shift_ = static_cast<unsigned>(std::countr_zero(a));
   cache_max_ = round_down(options_.thread_cache_bytes / 2, a);
-  bins_ = FreeBins(align_shift_);
+  blocks_ = BlockList(align_shift_, host_accessible_);
   // Segments are whole pages (or whatever the resource maps) and whole alignment units.
   size_t unit = std::max(resource_->granularity(), a);
   options_.segment_bytes = round_up(std::min(options_.segment_bytes, size_t{1} << 40), unit);
@@ -131,11 +131,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
     region->reserved = true;
     reserve_base_ = raw;
     reserve_span_ = span;
-    Block *gap = store_.make();
-    gap->addr = region->base;
-    gap->size = capacity;
-    gap->region = region.get();
-    gap->state = BlockState::Uncommitted;
+    Block *gap = blocks_.make(*region, region->base, capacity, BlockState::Uncommitted);
     region->first = region->gap = gap;
     regions_.push_back(std::move(region));
   }
@@ -149,8 +145,7 @@ Pool::~Pool() {
     c->pool.store(nullptr, std::memory_order_relaxed);
   for (auto &r : regions_) {
     // Leave no poisoned shadow behind: the system may map this range again for others.
-    for (Block *b = r->first; b != nullptr; b = b->next)
-      if (b->state != BlockState::Uncommitted) unpoison(host_accessible_, b->addr, b->size);
+    blocks_.unpoison_committed(*r);
     if (!r->reserved) resource_->deallocate(reinterpret_cast<void *>(r->base), r->capacity);
   }
   if (reserve_span_ != 0)
@@ -185,24 +180,24 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
     b->state = kind;
     b->requested = bytes;
     b->locks = 0;
-    unpoison(host_accessible_, b->addr, bytes);
+    blocks_.unpoison(b->addr, bytes);
     add_live(size);
     note_live();
     ++count_;
     return b;
   }
   // Everything that can throw bad_alloc happens before the first change.
-  store_.ensure(4);
+  blocks_.store().ensure(4);
   addresses_.prepare_insert();
   std::string why;
   Block *f = find_or_make_room(size, lifetime, &why);
   if (f == nullptr) out_of_memory(bytes, lifetime, movable, why);
-  Block *b = carve(f, size, lifetime);
+  Block *b = blocks_.carve(f, size, lifetime);
   b->state = kind;
   b->lifetime = lifetime;
   b->requested = bytes;
   b->locks = 0;
-  unpoison(host_accessible_, b->addr, bytes);
+  blocks_.unpoison(b->addr, bytes);
   addresses_.insert(b->addr, b);
   add_live(size);
   note_live();
@@ -223,9 +218,10 @@ Block *Pool::best_fit_avoiding(size_t size, Lifetime lifetime) {
   // side grows into; taking it would strand this allocation among the other lifetime's
   // blocks. It is used only when this side cannot grow.
   Block *avoid = other_frontier(lifetime);
-  if (avoid != nullptr) bins_.remove(avoid);
-  Block *fit = bins_.best_fit(size, lifetime);
-  if (avoid != nullptr) bins_.insert(avoid);
+  FreeBins &bins = blocks_.bins();
+  if (avoid != nullptr) bins.remove(avoid);
+  Block *fit = bins.best_fit(size, lifetime);
+  if (avoid != nullptr) bins.insert(avoid);
   return fit;
 }
 
@@ -233,7 +229,7 @@ void Pool::flush_cache() {
   cache_.drain([this](Block *b) {
     addresses_.erase(b->addr);
     b->state = BlockState::Free;
-    merge_free(b);
+    blocks_.merge_free(b);
   });
 }
 
@@ -252,7 +248,7 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   size_t free_bytes = reserved_ - live_;
   if (options_.compact == CompactPolicy::Eager && can_compact() && free_bytes >= size) {
     compact_locked();
-    if (Block *f = bins_.best_fit(size, lifetime)) return f;
+    if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
   }
   if (Block *f = grow(size, lifetime, why)) return f;
   // This side cannot grow: the other side's edge block is better than failing.
@@ -261,7 +257,7 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   if (options_.compact != CompactPolicy::Off && can_compact() &&
       free_bytes + uncommitted_bytes() >= size) {
     if (compact_locked() > 0) {
-      if (Block *f = bins_.best_fit(size, lifetime)) return f;
+      if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
       if (Block *f = grow(size, lifetime, why)) return f;
     }
   }
@@ -306,16 +302,13 @@ Block *Pool::grow(size_t size, Lifetime lifetime, std::string *why) {
     void *p = resource_->allocate(bytes);
     region->base = reinterpret_cast<uintptr_t>(p);
     region->capacity = region->committed = bytes;
-    Block *b = store_.make();
-    b->addr = region->base;
-    b->size = bytes;
-    b->region = region.get();
+    Block *b = blocks_.make(*region, region->base, bytes);
     region->first = b;
     regions_.push_back(std::move(region));
     reserved_ += bytes;
     peak_reserved_ = std::max(peak_reserved_, reserved_);
-    poison(host_accessible_, b->addr, b->size);
-    bins_.insert(b);
+    blocks_.poison(b->addr, b->size);
+    blocks_.bins().insert(b);
     return b;
   } catch (const Error &e) {
     *why = e.what();
@@ -342,100 +335,25 @@ Block *Pool::commit_side(Region &r, size_t bytes, bool low) {
   Block *gap = r.gap;
   uintptr_t at = low ? gap->addr : gap->end() - bytes;
   resource_->commit(reinterpret_cast<void *>(at), bytes);
-  Block *b = store_.make();
-  b->addr = at;
-  b->size = bytes;
-  b->region = &r;
+  Block *b = blocks_.make(r, at, bytes);
   if (low) {
     gap->addr += bytes;
     gap->size -= bytes;
-    link_after(gap->prev, b);
+    BlockList::link_after(gap->prev, b);
   } else {
     gap->size -= bytes;
-    link_after(gap, b);
+    BlockList::link_after(gap, b);
   }
   if (gap->size == 0) {
-    unlink(gap);
-    store_.recycle(gap);
+    BlockList::unlink(gap);
+    blocks_.recycle(gap);
     r.gap = nullptr;
   }
   r.committed += bytes;
   reserved_ += bytes;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
-  poison(host_accessible_, b->addr, b->size);
-  return merge_free(b);
-}
-
-Block *Pool::carve(Block *f, size_t size, Lifetime lifetime) {
-  bins_.remove(f);
-  if (f->size == size) return f;
-  Block *rest = store_.make();
-  rest->region = f->region;
-  rest->size = f->size - size;
-  if (lifetime == Lifetime::Long) {
-    rest->addr = f->addr + size;
-    f->size = size;
-    link_after(f, rest);
-  } else {
-    rest->addr = f->addr;
-    f->addr += rest->size;
-    f->size = size;
-    link_after(f->prev, rest);
-  }
-  bins_.insert(rest);
-  return f;
-}
-
-Block *Pool::merge_free(Block *b) {
-  if (b->prev != nullptr && b->prev->state == BlockState::Free) {
-    Block *p = b->prev;
-    bins_.remove(p);
-    p->size += b->size;
-    unlink(b);
-    store_.recycle(b);
-    b = p;
-  }
-  if (b->next != nullptr && b->next->state == BlockState::Free) {
-    Block *n = b->next;
-    bins_.remove(n);
-    b->size += n->size;
-    unlink(n);
-    store_.recycle(n);
-  }
-  bins_.insert(b);
-  return b;
-}
-
-void Pool::release(Block *b) {
-  b->state = BlockState::Free;
-  b->requested = 0;
-  b->locks = 0;
-  poison(host_accessible_, b->addr, b->size);
-  merge_free(b);
-}
-
-void Pool::link_after(Block *at, Block *b) {
-  Region *r = b->region;
-  if (at == nullptr) {
-    b->prev = nullptr;
-    b->next = r->first;
-    if (r->first != nullptr) r->first->prev = b;
-    r->first = b;
-  } else {
-    b->prev = at;
-    b->next = at->next;
-    if (at->next != nullptr) at->next->prev = b;
-    at->next = b;
-  }
-}
-
-void Pool::unlink(Block *b) {
-  if (b->prev != nullptr)
-    b->prev->next = b->next;
-  else
-    b->region->first = b->next;
-  if (b->next != nullptr) b->next->prev = b->prev;
-  b->prev = b->next = nullptr;
+  blocks_.poison(b->addr, b->size);
+  return blocks_.merge_free(b);
 }
 
 void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const std::string &why) {
@@ -458,24 +376,24 @@ void Pool::free_block(Block *b) {
   auto evict = [this](Block *old) {
     addresses_.erase(old->addr);
     old->state = BlockState::Free;
-    merge_free(old);
+    blocks_.merge_free(old);
   };
   if (cache_.put(b, evict)) {
     b->state = BlockState::Cached;
     b->requested = 0;
     b->locks = 0;
-    poison(host_accessible_, b->addr, b->size);
+    blocks_.poison(b->addr, b->size);
     return;
   }
   addresses_.erase(b->addr);
-  release(b);
+  blocks_.release(b);
 }
 
 void Pool::bad_free(uintptr_t p) const {
   const void *ptr = reinterpret_cast<const void *>(p);
   for (const auto &r : regions_) {
     if (!r->contains(p)) continue;
-    for (const Block *b = r->first; b != nullptr; b = b->next) {
+    for (const Block *b : blocks_of(*r)) {
       if (p < b->addr || p >= b->end()) continue;
       if (b->state == BlockState::Free || b->state == BlockState::Cached)
         fail(ZRT_ERR_INVALID_ARGUMENT,
@@ -550,13 +468,14 @@ void Pool::unlock(BufferId buffer) {
 
 size_t Pool::trim() {
   std::lock_guard lock(mutex_);
-  store_.ensure(2);
+  blocks_.store().ensure(2);
   flush_mine_locked();
   flush_cache();
   size_t released = 0;
   size_t page = resource_->granularity();
+  FreeBins &bins = blocks_.bins();
   auto give_back = [&](Region &r, uintptr_t from, uintptr_t to) {
-    unpoison(host_accessible_, from, to - from);
+    blocks_.unpoison(from, to - from);
     resource_->decommit(reinterpret_cast<void *>(from), to - from);
     r.committed -= to - from;
     reserved_ -= to - from;
@@ -566,34 +485,27 @@ size_t Pool::trim() {
     Region &r = *regions_.front();
     if (r.gap == nullptr) {
       // Fully committed: open a middle again inside the largest free block.
-      Block *f = bins_.largest();
+      Block *f = bins.largest();
       if (f == nullptr) return 0;
       uintptr_t from = round_up(f->addr, page), to = round_down(f->end(), page);
       if (from >= to) return 0;
-      bins_.remove(f);
-      Block *gap = store_.make();
-      gap->addr = from;
-      gap->size = to - from;
-      gap->region = &r;
-      gap->state = BlockState::Uncommitted;
+      bins.remove(f);
+      Block *gap = blocks_.make(r, from, to - from, BlockState::Uncommitted);
       Block *before = f->prev;
       uintptr_t f_end = f->end();
       if (from > f->addr) {
         f->size = from - f->addr;
-        bins_.insert(f);
+        bins.insert(f);
         before = f;
       } else {
-        unlink(f);
-        store_.recycle(f);
+        BlockList::unlink(f);
+        blocks_.recycle(f);
       }
-      link_after(before, gap);
+      BlockList::link_after(before, gap);
       if (to < f_end) {
-        Block *after = store_.make();
-        after->addr = to;
-        after->size = f_end - to;
-        after->region = &r;
-        link_after(gap, after);
-        bins_.insert(after);
+        Block *after = blocks_.make(r, to, f_end - to);
+        BlockList::link_after(gap, after);
+        bins.insert(after);
       }
       r.gap = gap;
       give_back(r, from, to);
@@ -604,13 +516,13 @@ size_t Pool::trim() {
       uintptr_t from = round_up(lo->addr, page);
       if (from < lo->end()) {
         size_t n = lo->end() - from;
-        bins_.remove(lo);
+        bins.remove(lo);
         if (from == lo->addr) {
-          unlink(lo);
-          store_.recycle(lo);
+          BlockList::unlink(lo);
+          blocks_.recycle(lo);
         } else {
           lo->size -= n;
-          bins_.insert(lo);
+          bins.insert(lo);
         }
         gap->addr -= n;
         gap->size += n;
@@ -621,14 +533,14 @@ size_t Pool::trim() {
       uintptr_t to = round_down(hi->end(), page);
       if (to > hi->addr) {
         size_t n = to - hi->addr;
-        bins_.remove(hi);
+        bins.remove(hi);
         if (to == hi->end()) {
-          unlink(hi);
-          store_.recycle(hi);
+          BlockList::unlink(hi);
+          blocks_.recycle(hi);
         } else {
           hi->addr += n;
           hi->size -= n;
-          bins_.insert(hi);
+          bins.insert(hi);
         }
         uintptr_t from = gap->end();
         gap->size += n;
@@ -640,9 +552,9 @@ size_t Pool::trim() {
   for (auto it = regions_.begin(); it != regions_.end();) {
     Region &r = **it;
     if (r.first->state == BlockState::Free && r.first->next == nullptr) {
-      bins_.remove(r.first);
-      store_.recycle(r.first);
-      unpoison(host_accessible_, r.base, r.capacity);
+      bins.remove(r.first);
+      blocks_.recycle(r.first);
+      blocks_.unpoison(r.base, r.capacity);
       resource_->deallocate(reinterpret_cast<void *>(r.base), r.capacity);
       reserved_ -= r.capacity;
       released += r.capacity;
@@ -682,7 +594,7 @@ PoolStats Pool::stats_locked() const {
   s.allocations = count_ - idle_count;
   s.movable_allocations = movable_count_;
   s.free = reserved_ - live_;
-  const Block *largest = bins_.largest();
+  const Block *largest = blocks_.bins().largest();
   s.largest_free = largest != nullptr ? largest->size : 0;
   s.fragmentation =
       s.free > 0 ? 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free) : 0.0;
@@ -722,12 +634,13 @@ void Pool::check() const {
     fail(ZRT_ERR_INTERNAL, "pool '{}' is inconsistent: {}", options_.name, what);
   };
   size_t reserved = 0, live = 0, count = 0, movable = 0, locked = 0, free_blocks = 0, cached = 0;
+  const FreeBins &bins = blocks_.bins();
   for (const auto &r : regions_) {
     uintptr_t at = r->base;
     size_t committed = 0;
     const Block *gap = nullptr;
     if (r->first == nullptr || r->first->prev != nullptr) broken("region list head");
-    for (const Block *b = r->first; b != nullptr; b = b->next) {
+    for (const Block *b : blocks_of(*r)) {
       if (b->addr != at) broken(fmt::format("block at 0x{:x} should start at 0x{:x}", b->addr, at));
       if (b->size == 0 || b->size % options_.alignment != 0) broken("block size not aligned");
       if (b->region != r.get()) broken("block in the wrong region");
@@ -746,7 +659,7 @@ void Pool::check() const {
           ++free_blocks;
           if (b->next != nullptr && b->next->state == BlockState::Free)
             broken(fmt::format("free neighbours at 0x{:x} not merged", b->addr));
-          if (!bins_.contains(b)) broken("free block missing from its bin");
+          if (!bins.contains(b)) broken("free block missing from its bin");
           break;
         case BlockState::Raw:
         case BlockState::Lent:
@@ -778,7 +691,7 @@ void Pool::check() const {
     broken("allocation counts");
   if (cached != cache_.count()) broken("cached blocks and the quick cache disagree");
   if (addresses_.size() != count_ + cached) broken("address map size");
-  if (free_blocks != bins_.count()) broken("bins hold blocks that are not free");
+  if (free_blocks != bins.count()) broken("bins hold blocks that are not free");
   if (reserved_ > peak_reserved_ || live_ - thread_idle_bytes() > thread_peak_live())
     broken("peaks below current values");
   for (const ThreadCache *c : caches_)

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "memory/address_map.hpp"
-#include "memory/free_bins.hpp"
+#include "memory/block_list.hpp"
 #include "memory/pool_block.hpp"
 #include "memory/quick_cache.hpp"
 #include "memory/resource.hpp"
@@ -165,19 +165,12 @@ class Pool {
   Block *grow(size_t size, Lifetime lifetime, std::string *why);
   Block *grow_reserved(Region &region, size_t size, Lifetime lifetime);
   Block *commit_side(Region &region, size_t bytes, bool low);
-  Block *carve(Block *free_block, size_t size, Lifetime lifetime);
-  void release(Block *b);  // a used block becomes free and merges with its neighbours
-  Block *merge_free(Block *b);
-  void link_after(Block *at, Block *b);  // at == nullptr: at the front of b->region
-  void unlink(Block *b);
   [[noreturn]] void out_of_memory(size_t bytes, Lifetime lifetime, bool movable,
                                   const std::string &why);
   Block &block_of(BufferId buffer, const char *argument) const;
   [[noreturn]] void bad_free(uintptr_t p) const;
   size_t compact_locked();
   size_t pack_region(Region &region, Lifetime lifetime);
-  // kept: empty, with capacity for every block of the region (it must not allocate).
-  void rebuild_region(Region &region, std::vector<Block *> &kept);
   PoolStats stats_locked() const;
   bool can_compact() const { return movable_count_ > locked_count_; }
   size_t uncommitted_bytes() const;
@@ -197,8 +190,7 @@ class Pool {
   mutable std::mutex mutex_;
   std::vector<ThreadCache *> caches_;  // of live threads; their threads own them
   std::vector<std::unique_ptr<Region>> regions_;
-  BlockStore store_;
-  FreeBins bins_;
+  BlockList blocks_;
   AddressMap addresses_;  // every allocated or cached block by address
   QuickCache cache_;
   // Movable buffers by handle; the tag names this pool.

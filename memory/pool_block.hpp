@@ -6,8 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "memory/memory_space.hpp"
 
@@ -64,36 +62,6 @@ struct Region {
 
   uintptr_t end() const { return base + capacity; }
   bool contains(uintptr_t p) const { return p >= base && p < end(); }
-};
-
-// Recycles Block objects so allocation does not call the system allocator for metadata.
-class BlockStore {
- public:
-  Block *make() {
-    if (free_.empty()) refill();
-    Block *b = free_.back();
-    free_.pop_back();
-    *b = Block{};
-    return b;
-  }
-  void recycle(Block *b) { free_.push_back(b); }
-  // Makes sure the next n make() calls cannot fail, so an operation that needs n new
-  // blocks can fail (bad_alloc) before it changes anything rather than halfway.
-  void ensure(size_t n) {
-    while (free_.size() < n)
-      refill();
-  }
-
- private:
-  void refill() {
-    constexpr size_t kChunk = 256;
-    chunks_.push_back(std::make_unique<Block[]>(kChunk));
-    free_.reserve(free_.size() + kChunk);
-    for (size_t i = 0; i < kChunk; ++i)
-      free_.push_back(&chunks_.back()[kChunk - 1 - i]);
-  }
-  std::vector<std::unique_ptr<Block[]>> chunks_;
-  std::vector<Block *> free_;
 };
 
 }  // namespace zrt
