@@ -4,7 +4,6 @@
 #include <atomic>
 #include <bit>
 
-#include "memory/poison.hpp"
 #include "runtime/error.hpp"
 #include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
@@ -22,13 +21,6 @@ uint32_t next_tag() {
 uint64_t next_serial() {
   static std::atomic<uint64_t> counter{0};
   return counter.fetch_add(1) + 1;
-}
-
-size_t round_up(size_t v, size_t unit) {
-  return (v + unit - 1) / unit * unit;
-}
-size_t round_down(size_t v, size_t unit) {
-  return v / unit * unit;
 }
 
 }  // namespace
@@ -120,21 +112,7 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
   // Segments are whole pages (or whatever the resource maps) and whole alignment units.
   size_t unit = std::max(resource_->granularity(), a);
   options_.segment_bytes = round_up(std::min(options_.segment_bytes, size_t{1} << 40), unit);
-  if (resource_->reserves()) {
-    size_t capacity = std::max(round_down(options_.limit, unit), unit);
-    // Over-reserve by one alignment so the region can start aligned.
-    size_t span = capacity + (a > resource_->granularity() ? a : 0);
-    auto raw = reinterpret_cast<uintptr_t>(resource_->reserve(span));
-    auto region = std::make_unique<Region>();
-    region->base = round_up(raw, a);
-    region->capacity = capacity;
-    region->reserved = true;
-    reserve_base_ = raw;
-    reserve_span_ = span;
-    Block *gap = blocks_.make(*region, region->base, capacity, BlockState::Uncommitted);
-    region->first = region->gap = gap;
-    regions_.push_back(std::move(region));
-  }
+  arena_ = make_arena(*resource_, blocks_, {options_.limit, options_.segment_bytes, a});
 }
 
 Pool::~Pool() {
@@ -143,13 +121,7 @@ Pool::~Pool() {
   // The threads still hold their caches; they delete them once they see this.
   for (ThreadCache *c : caches_)
     c->pool.store(nullptr, std::memory_order_relaxed);
-  for (auto &r : regions_) {
-    // Leave no poisoned shadow behind: the system may map this range again for others.
-    blocks_.unpoison_committed(*r);
-    if (!r->reserved) resource_->deallocate(reinterpret_cast<void *>(r->base), r->capacity);
-  }
-  if (reserve_span_ != 0)
-    resource_->unreserve(reinterpret_cast<void *>(reserve_base_), reserve_span_);
+  arena_.reset();  // its memory goes back to the system
 }
 
 // --- allocation -------------------------------------------------------------------------
@@ -205,20 +177,12 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
   return b;
 }
 
-Block *Pool::other_frontier(Lifetime lifetime) const {
-  if (regions_.empty() || !regions_.front()->reserved || regions_.front()->gap == nullptr)
-    return nullptr;
-  const Block *gap = regions_.front()->gap;
-  Block *b = lifetime == Lifetime::Long ? gap->next : gap->prev;
-  return b != nullptr && b->state == BlockState::Free ? b : nullptr;
-}
-
 Block *Pool::best_fit_avoiding(size_t size, Lifetime lifetime) {
   // The free block at the other lifetime's edge of the uncommitted middle is where that
   // side grows into; taking it would strand this allocation among the other lifetime's
   // blocks. It is used only when this side cannot grow.
-  Block *avoid = other_frontier(lifetime);
   FreeBins &bins = blocks_.bins();
+  Block *avoid = arena_->other_frontier(lifetime);
   if (avoid != nullptr) bins.remove(avoid);
   Block *fit = bins.best_fit(size, lifetime);
   if (avoid != nullptr) bins.insert(avoid);
@@ -245,23 +209,24 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
     flush_cache();
     if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
   }
-  size_t free_bytes = reserved_ - live_;
+  size_t free_bytes = arena_->reserved() - live_;
   if (options_.compact == CompactPolicy::Eager && can_compact() && free_bytes >= size) {
     compact_locked();
     if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
   }
   if (Block *f = grow(size, lifetime, why)) return f;
   // This side cannot grow: the other side's edge block is better than failing.
-  if (Block *edge = other_frontier(lifetime); edge != nullptr && edge->size >= size) return edge;
+  if (Block *edge = arena_->other_frontier(lifetime); edge != nullptr && edge->size >= size)
+    return edge;
   // Growth cannot help: compact if the memory would suffice in one piece.
   if (options_.compact != CompactPolicy::Off && can_compact() &&
-      free_bytes + uncommitted_bytes() >= size) {
+      free_bytes + arena_->uncommitted_bytes() >= size) {
     if (compact_locked() > 0) {
       if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
       if (Block *f = grow(size, lifetime, why)) return f;
     }
   }
-  if (free_bytes + uncommitted_bytes() >= size)
+  if (free_bytes + arena_->uncommitted_bytes() >= size)
     *why = fmt::format("{}; the free memory is fragmented and {}", *why,
                        options_.compact == CompactPolicy::Off
                            ? "compaction is off"
@@ -269,91 +234,15 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   return nullptr;
 }
 
-size_t Pool::uncommitted_bytes() const {
-  if (resource_->reserves()) {
-    const Region &r = *regions_.front();
-    return r.gap != nullptr ? r.gap->size : 0;
-  }
-  return options_.limit > reserved_ ? options_.limit - reserved_ : 0;
-}
-
 Block *Pool::grow(size_t size, Lifetime lifetime, std::string *why) {
-  std::string limit =
-      fmt::format("the pool has reached its limit of {}{}", format_bytes(options_.limit),
-                  options_.limit_key.empty() ? "" : " (" + options_.limit_key + ")");
   try {
-    if (resource_->reserves()) {
-      Region &r = *regions_.front();
-      Block *b = r.gap != nullptr ? grow_reserved(r, size, lifetime) : nullptr;
-      if (b == nullptr) *why = limit;
-      return b;
-    }
-    size_t unit = std::max(resource_->granularity(), options_.alignment);
-    size_t bytes = std::max(options_.segment_bytes, round_up(size, unit));
-    if (reserved_ + bytes > options_.limit) {
-      bytes = round_down(options_.limit - reserved_, unit);
-      if (bytes < size) {
-        *why = limit;
-        return nullptr;
-      }
-    }
-    auto region = std::make_unique<Region>();
-    regions_.reserve(regions_.size() + 1);
-    void *p = resource_->allocate(bytes);
-    region->base = reinterpret_cast<uintptr_t>(p);
-    region->capacity = region->committed = bytes;
-    Block *b = blocks_.make(*region, region->base, bytes);
-    region->first = b;
-    regions_.push_back(std::move(region));
-    reserved_ += bytes;
-    peak_reserved_ = std::max(peak_reserved_, reserved_);
-    blocks_.poison(b->addr, b->size);
-    blocks_.bins().insert(b);
-    return b;
+    if (Block *b = arena_->grow(size, lifetime)) return b;
+    *why = fmt::format("the pool has reached its limit of {}{}", format_bytes(options_.limit),
+                       options_.limit_key.empty() ? "" : " (" + options_.limit_key + ")");
   } catch (const Error &e) {
     *why = e.what();
-    return nullptr;
   }
-}
-
-Block *Pool::grow_reserved(Region &r, size_t size, Lifetime lifetime) {
-  Block *gap = r.gap;
-  size_t low_free =
-      gap->prev != nullptr && gap->prev->state == BlockState::Free ? gap->prev->size : 0;
-  size_t high_free =
-      gap->next != nullptr && gap->next->state == BlockState::Free ? gap->next->size : 0;
-  bool low = lifetime == Lifetime::Long;
-  size_t own = low ? low_free : high_free;
-  size_t commit = round_up(size - std::min(size, own), options_.segment_bytes);
-  if (commit < gap->size) return commit_side(r, commit, low);
-  // The whole middle: it joins the free blocks on both sides into one.
-  if (low_free + gap->size + high_free >= size) return commit_side(r, gap->size, low);
   return nullptr;
-}
-
-Block *Pool::commit_side(Region &r, size_t bytes, bool low) {
-  Block *gap = r.gap;
-  uintptr_t at = low ? gap->addr : gap->end() - bytes;
-  resource_->commit(reinterpret_cast<void *>(at), bytes);
-  Block *b = blocks_.make(r, at, bytes);
-  if (low) {
-    gap->addr += bytes;
-    gap->size -= bytes;
-    BlockList::link_after(gap->prev, b);
-  } else {
-    gap->size -= bytes;
-    BlockList::link_after(gap, b);
-  }
-  if (gap->size == 0) {
-    BlockList::unlink(gap);
-    blocks_.recycle(gap);
-    r.gap = nullptr;
-  }
-  r.committed += bytes;
-  reserved_ += bytes;
-  peak_reserved_ = std::max(peak_reserved_, reserved_);
-  blocks_.poison(b->addr, b->size);
-  return blocks_.merge_free(b);
 }
 
 void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const std::string &why) {
@@ -391,8 +280,7 @@ void Pool::free_block(Block *b) {
 
 void Pool::bad_free(uintptr_t p) const {
   const void *ptr = reinterpret_cast<const void *>(p);
-  for (const auto &r : regions_) {
-    if (!r->contains(p)) continue;
+  if (const Region *r = arena_->region_of(p)) {
     for (const Block *b : blocks_of(*r)) {
       if (p < b->addr || p >= b->end()) continue;
       if (b->state == BlockState::Free || b->state == BlockState::Cached)
@@ -471,99 +359,7 @@ size_t Pool::trim() {
   blocks_.store().ensure(2);
   flush_mine_locked();
   flush_cache();
-  size_t released = 0;
-  size_t page = resource_->granularity();
-  FreeBins &bins = blocks_.bins();
-  auto give_back = [&](Region &r, uintptr_t from, uintptr_t to) {
-    blocks_.unpoison(from, to - from);
-    resource_->decommit(reinterpret_cast<void *>(from), to - from);
-    r.committed -= to - from;
-    reserved_ -= to - from;
-    released += to - from;
-  };
-  if (resource_->reserves()) {
-    Region &r = *regions_.front();
-    if (r.gap == nullptr) {
-      // Fully committed: open a middle again inside the largest free block.
-      Block *f = bins.largest();
-      if (f == nullptr) return 0;
-      uintptr_t from = round_up(f->addr, page), to = round_down(f->end(), page);
-      if (from >= to) return 0;
-      bins.remove(f);
-      Block *gap = blocks_.make(r, from, to - from, BlockState::Uncommitted);
-      Block *before = f->prev;
-      uintptr_t f_end = f->end();
-      if (from > f->addr) {
-        f->size = from - f->addr;
-        bins.insert(f);
-        before = f;
-      } else {
-        BlockList::unlink(f);
-        blocks_.recycle(f);
-      }
-      BlockList::link_after(before, gap);
-      if (to < f_end) {
-        Block *after = blocks_.make(r, to, f_end - to);
-        BlockList::link_after(gap, after);
-        bins.insert(after);
-      }
-      r.gap = gap;
-      give_back(r, from, to);
-      return released;
-    }
-    Block *gap = r.gap;
-    if (Block *lo = gap->prev; lo != nullptr && lo->state == BlockState::Free) {
-      uintptr_t from = round_up(lo->addr, page);
-      if (from < lo->end()) {
-        size_t n = lo->end() - from;
-        bins.remove(lo);
-        if (from == lo->addr) {
-          BlockList::unlink(lo);
-          blocks_.recycle(lo);
-        } else {
-          lo->size -= n;
-          bins.insert(lo);
-        }
-        gap->addr -= n;
-        gap->size += n;
-        give_back(r, from, from + n);
-      }
-    }
-    if (Block *hi = gap->next; hi != nullptr && hi->state == BlockState::Free) {
-      uintptr_t to = round_down(hi->end(), page);
-      if (to > hi->addr) {
-        size_t n = to - hi->addr;
-        bins.remove(hi);
-        if (to == hi->end()) {
-          BlockList::unlink(hi);
-          blocks_.recycle(hi);
-        } else {
-          hi->addr += n;
-          hi->size -= n;
-          bins.insert(hi);
-        }
-        uintptr_t from = gap->end();
-        gap->size += n;
-        give_back(r, from, from + n);
-      }
-    }
-    return released;
-  }
-  for (auto it = regions_.begin(); it != regions_.end();) {
-    Region &r = **it;
-    if (r.first->state == BlockState::Free && r.first->next == nullptr) {
-      bins.remove(r.first);
-      blocks_.recycle(r.first);
-      blocks_.unpoison(r.base, r.capacity);
-      resource_->deallocate(reinterpret_cast<void *>(r.base), r.capacity);
-      reserved_ -= r.capacity;
-      released += r.capacity;
-      it = regions_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return released;
+  return arena_->trim();
 }
 
 uint64_t Pool::generation() const {
@@ -582,8 +378,8 @@ PoolStats Pool::stats_locked() const {
   PoolStats s;
   s.space = resource_->space();
   s.limit = options_.limit;
-  s.reserved = reserved_;
-  s.peak_reserved = peak_reserved_;
+  s.reserved = arena_->reserved();
+  s.peak_reserved = arena_->peak_reserved();
   // Blocks idle in thread caches are allocated as far as the pool's books go.
   size_t idle_count = 0;
   for (const ThreadCache *c : caches_)
@@ -593,7 +389,7 @@ PoolStats Pool::stats_locked() const {
   s.peak_live = thread_peak_live();
   s.allocations = count_ - idle_count;
   s.movable_allocations = movable_count_;
-  s.free = reserved_ - live_;
+  s.free = arena_->reserved() - live_;
   const Block *largest = blocks_.bins().largest();
   s.largest_free = largest != nullptr ? largest->size : 0;
   s.fragmentation =
@@ -604,9 +400,7 @@ PoolStats Pool::stats_locked() const {
   s.out_of_memory = oom_count_;
   s.page_locked = resource_->page_locked();
   s.numa_node = resource_->numa_node();
-  s.segments = resource_->reserves()
-                   ? (reserved_ + options_.segment_bytes - 1) / options_.segment_bytes
-                   : regions_.size();
+  s.segments = arena_->segments();
   return s;
 }
 
@@ -623,9 +417,7 @@ nlohmann::json Pool::describe() {
 bool Pool::owns(const void *ptr) const {
   auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mutex_);
-  for (const auto &r : regions_)
-    if (r->contains(p)) return true;
-  return false;
+  return arena_->region_of(p) != nullptr;
 }
 
 void Pool::check() const {
@@ -635,7 +427,7 @@ void Pool::check() const {
   };
   size_t reserved = 0, live = 0, count = 0, movable = 0, locked = 0, free_blocks = 0, cached = 0;
   const FreeBins &bins = blocks_.bins();
-  for (const auto &r : regions_) {
+  for (const auto &r : arena_->regions()) {
     uintptr_t at = r->base;
     size_t committed = 0;
     const Block *gap = nullptr;
@@ -648,7 +440,7 @@ void Pool::check() const {
       at = b->end();
       switch (b->state) {
         case BlockState::Uncommitted:
-          if (gap != nullptr || !r->reserved) broken("second or misplaced uncommitted block");
+          if (gap != nullptr || b != r->gap) broken("second or misplaced uncommitted block");
           gap = b;
           continue;
         case BlockState::Cached:
@@ -685,14 +477,16 @@ void Pool::check() const {
     if (committed != r->committed) broken("region's committed bytes are wrong");
     reserved += committed;
   }
-  if (reserved != reserved_) broken(fmt::format("reserved {} != {}", reserved_, reserved));
+  if (reserved != arena_->reserved())
+    broken(fmt::format("reserved {} != {}", arena_->reserved(), reserved));
   if (live != live_) broken(fmt::format("live {} != {}", live_, live));
   if (count != count_ || movable != movable_count_ || locked != locked_count_)
     broken("allocation counts");
   if (cached != cache_.count()) broken("cached blocks and the quick cache disagree");
   if (addresses_.size() != count_ + cached) broken("address map size");
   if (free_blocks != bins.count()) broken("bins hold blocks that are not free");
-  if (reserved_ > peak_reserved_ || live_ - thread_idle_bytes() > thread_peak_live())
+  if (arena_->reserved() > arena_->peak_reserved() ||
+      live_ - thread_idle_bytes() > thread_peak_live())
     broken("peaks below current values");
   for (const ThreadCache *c : caches_)
     if (c->pool.load(std::memory_order_relaxed) != this) broken("a thread cache of another pool");

@@ -49,19 +49,26 @@ struct alignas(32) Block {
 static_assert(offsetof(Block, lent) < 32 && offsetof(Block, size) < 32,
               "the fast path's fields of a Block must stay in its first 32 bytes");
 
-// A contiguous address range of a pool: the one reservation of a reserving resource
-// (committed at both ends, an Uncommitted block in the middle), or one segment of a
-// segmented resource (committed whole).
+// A contiguous address range of a pool's arena (arena.hpp): the one reservation of a
+// reserving resource (committed at both ends, an Uncommitted block in the middle), or one
+// segment of a segmented resource (committed whole).
 struct Region {
   uintptr_t base = 0;
   size_t capacity = 0;
-  bool reserved = false;  // true: grows by committing from `gap`
   Block *first = nullptr;
-  Block *gap = nullptr;  // the Uncommitted block, or nullptr when fully committed
+  Block *gap = nullptr;  // the Uncommitted block; nullptr when fully committed or a segment
   size_t committed = 0;
 
   uintptr_t end() const { return base + capacity; }
   bool contains(uintptr_t p) const { return p >= base && p < end(); }
 };
+
+// Sizes in a pool are whole units: of its alignment, of a page, of a segment.
+inline size_t round_up(size_t v, size_t unit) {
+  return (v + unit - 1) / unit * unit;
+}
+inline size_t round_down(size_t v, size_t unit) {
+  return v / unit * unit;
+}
 
 }  // namespace zrt

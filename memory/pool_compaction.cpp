@@ -41,7 +41,7 @@ size_t Pool::defragment() {
 size_t Pool::compact_locked() {
   flush_cache();
   size_t moved = 0;
-  for (auto &r : regions_) {
+  for (auto &r : arena_->regions()) {
     moved += pack_region(*r, Lifetime::Long);
     moved += pack_region(*r, Lifetime::Transient);
   }
