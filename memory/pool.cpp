@@ -4,7 +4,6 @@
 #include <atomic>
 #include <bit>
 
-#include "memory/poison.hpp"
 #include "runtime/error.hpp"
 #include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
@@ -13,24 +12,15 @@ namespace zrt {
 
 namespace {
 
-constexpr uint64_t kTagBits = 12, kGenerationBits = 20;
-constexpr uint64_t kGenerationMask = (uint64_t{1} << kGenerationBits) - 1;
-
-uint16_t next_tag() {
+// Tags of pools' buffer handles: 1 .. 4095, reused after 4095 pools.
+uint32_t next_tag() {
   static std::atomic<uint32_t> counter{0};
-  return static_cast<uint16_t>(counter.fetch_add(1) % ((1u << kTagBits) - 1) + 1);
+  return counter.fetch_add(1) % 4095 + 1;
 }
 
 uint64_t next_serial() {
   static std::atomic<uint64_t> counter{0};
   return counter.fetch_add(1) + 1;
-}
-
-size_t round_up(size_t v, size_t unit) {
-  return (v + unit - 1) / unit * unit;
-}
-size_t round_down(size_t v, size_t unit) {
-  return v / unit * unit;
 }
 
 }  // namespace
@@ -105,9 +95,9 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
       options_(std::move(options)),
       host_accessible_(resource_->host_accessible()),
       align_shift_(0),
-      tag_(next_tag()),
       serial_(next_serial()),
-      bins_(0) {
+      blocks_(0, host_accessible_),
+      buffers_(next_tag()) {
   size_t a = options_.alignment;
   if (a < 64 || a > (size_t{1} << 20) || !std::has_single_bit(a))
     fail(ZRT_ERR_INVALID_ARGUMENT,
@@ -118,29 +108,11 @@ Pool::Pool(std::unique_ptr<Resource> resource, PoolOptions options)
   if (options_.name.empty()) options_.name = space_name(resource_->space());
   align_shift_ = static_cast<unsigned>(std::countr_zero(a));
   cache_max_ = round_down(options_.thread_cache_bytes / 2, a);
-  bins_ = FreeBins(align_shift_);
+  blocks_ = BlockList(align_shift_, host_accessible_);
   // Segments are whole pages (or whatever the resource maps) and whole alignment units.
   size_t unit = std::max(resource_->granularity(), a);
   options_.segment_bytes = round_up(std::min(options_.segment_bytes, size_t{1} << 40), unit);
-  if (resource_->reserves()) {
-    size_t capacity = std::max(round_down(options_.limit, unit), unit);
-    // Over-reserve by one alignment so the region can start aligned.
-    size_t span = capacity + (a > resource_->granularity() ? a : 0);
-    auto raw = reinterpret_cast<uintptr_t>(resource_->reserve(span));
-    auto region = std::make_unique<Region>();
-    region->base = round_up(raw, a);
-    region->capacity = capacity;
-    region->reserved = true;
-    reserve_base_ = raw;
-    reserve_span_ = span;
-    Block *gap = store_.make();
-    gap->addr = region->base;
-    gap->size = capacity;
-    gap->region = region.get();
-    gap->state = BlockState::Uncommitted;
-    region->first = region->gap = gap;
-    regions_.push_back(std::move(region));
-  }
+  arena_ = make_arena(*resource_, blocks_, {options_.limit, options_.segment_bytes, a});
 }
 
 Pool::~Pool() {
@@ -149,14 +121,7 @@ Pool::~Pool() {
   // The threads still hold their caches; they delete them once they see this.
   for (ThreadCache *c : caches_)
     c->pool.store(nullptr, std::memory_order_relaxed);
-  for (auto &r : regions_) {
-    // Leave no poisoned shadow behind: the system may map this range again for others.
-    for (Block *b = r->first; b != nullptr; b = b->next)
-      if (b->state != BlockState::Uncommitted) unpoison(host_accessible_, b->addr, b->size);
-    if (!r->reserved) resource_->deallocate(reinterpret_cast<void *>(r->base), r->capacity);
-  }
-  if (reserve_span_ != 0)
-    resource_->unreserve(reinterpret_cast<void *>(reserve_base_), reserve_span_);
+  arena_.reset();  // its memory goes back to the system
 }
 
 // --- allocation -------------------------------------------------------------------------
@@ -164,25 +129,11 @@ Pool::~Pool() {
 BufferId Pool::allocate_movable(size_t bytes, Lifetime lifetime) {
   std::lock_guard lock(mutex_);
   // The slot first: a failure after the block is carved would have to undo it.
-  if (free_slots_.empty()) {
-    if (slots_.size() >= 0xffffffffu) fail(ZRT_ERR_OUT_OF_MEMORY, "too many movable buffers");
-    slots_.reserve(slots_.size() + 1);
-    free_slots_.reserve(slots_.size() + 1);
-  }
+  if (!buffers_.prepare_insert()) fail(ZRT_ERR_OUT_OF_MEMORY, "too many movable buffers");
   Block *b = allocate_block(bytes, lifetime, BlockState::Movable);
-  uint32_t index;
-  if (!free_slots_.empty()) {
-    index = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(Slot{});
-  }
-  slots_[index].block = b;
-  b->slot = index;
+  uint64_t value = buffers_.insert(b);
+  b->slot = BufferSlots::index_of(value);
   ++movable_count_;
-  uint64_t value = (uint64_t{tag_} << (64 - kTagBits)) |
-                   (uint64_t{slots_[index].generation} << 32) | (uint64_t{index} + 1);
   return BufferId{value};
 }
 
@@ -201,24 +152,24 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
     b->state = kind;
     b->requested = bytes;
     b->locks = 0;
-    unpoison(host_accessible_, b->addr, bytes);
+    blocks_.unpoison(b->addr, bytes);
     add_live(size);
     note_live();
     ++count_;
     return b;
   }
   // Everything that can throw bad_alloc happens before the first change.
-  store_.ensure(4);
+  blocks_.store().ensure(4);
   addresses_.prepare_insert();
   std::string why;
   Block *f = find_or_make_room(size, lifetime, &why);
   if (f == nullptr) out_of_memory(bytes, lifetime, movable, why);
-  Block *b = carve(f, size, lifetime);
+  Block *b = blocks_.carve(f, size, lifetime);
   b->state = kind;
   b->lifetime = lifetime;
   b->requested = bytes;
   b->locks = 0;
-  unpoison(host_accessible_, b->addr, bytes);
+  blocks_.unpoison(b->addr, bytes);
   addresses_.insert(b->addr, b);
   add_live(size);
   note_live();
@@ -226,22 +177,15 @@ Block *Pool::allocate_block(size_t bytes, Lifetime lifetime, BlockState kind) {
   return b;
 }
 
-Block *Pool::other_frontier(Lifetime lifetime) const {
-  if (regions_.empty() || !regions_.front()->reserved || regions_.front()->gap == nullptr)
-    return nullptr;
-  const Block *gap = regions_.front()->gap;
-  Block *b = lifetime == Lifetime::Long ? gap->next : gap->prev;
-  return b != nullptr && b->state == BlockState::Free ? b : nullptr;
-}
-
 Block *Pool::best_fit_avoiding(size_t size, Lifetime lifetime) {
   // The free block at the other lifetime's edge of the uncommitted middle is where that
   // side grows into; taking it would strand this allocation among the other lifetime's
   // blocks. It is used only when this side cannot grow.
-  Block *avoid = other_frontier(lifetime);
-  if (avoid != nullptr) bins_.remove(avoid);
-  Block *fit = bins_.best_fit(size, lifetime);
-  if (avoid != nullptr) bins_.insert(avoid);
+  FreeBins &bins = blocks_.bins();
+  Block *avoid = arena_->other_frontier(lifetime);
+  if (avoid != nullptr) bins.remove(avoid);
+  Block *fit = bins.best_fit(size, lifetime);
+  if (avoid != nullptr) bins.insert(avoid);
   return fit;
 }
 
@@ -249,7 +193,7 @@ void Pool::flush_cache() {
   cache_.drain([this](Block *b) {
     addresses_.erase(b->addr);
     b->state = BlockState::Free;
-    merge_free(b);
+    blocks_.merge_free(b);
   });
 }
 
@@ -265,23 +209,24 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
     flush_cache();
     if (Block *fit = best_fit_avoiding(size, lifetime)) return fit;
   }
-  size_t free_bytes = reserved_ - live_;
+  size_t free_bytes = arena_->reserved() - live_;
   if (options_.compact == CompactPolicy::Eager && can_compact() && free_bytes >= size) {
     compact_locked();
-    if (Block *f = bins_.best_fit(size, lifetime)) return f;
+    if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
   }
   if (Block *f = grow(size, lifetime, why)) return f;
   // This side cannot grow: the other side's edge block is better than failing.
-  if (Block *edge = other_frontier(lifetime); edge != nullptr && edge->size >= size) return edge;
+  if (Block *edge = arena_->other_frontier(lifetime); edge != nullptr && edge->size >= size)
+    return edge;
   // Growth cannot help: compact if the memory would suffice in one piece.
   if (options_.compact != CompactPolicy::Off && can_compact() &&
-      free_bytes + uncommitted_bytes() >= size) {
+      free_bytes + arena_->uncommitted_bytes() >= size) {
     if (compact_locked() > 0) {
-      if (Block *f = bins_.best_fit(size, lifetime)) return f;
+      if (Block *f = blocks_.bins().best_fit(size, lifetime)) return f;
       if (Block *f = grow(size, lifetime, why)) return f;
     }
   }
-  if (free_bytes + uncommitted_bytes() >= size)
+  if (free_bytes + arena_->uncommitted_bytes() >= size)
     *why = fmt::format("{}; the free memory is fragmented and {}", *why,
                        options_.compact == CompactPolicy::Off
                            ? "compaction is off"
@@ -289,169 +234,15 @@ Block *Pool::find_or_make_room(size_t size, Lifetime lifetime, std::string *why)
   return nullptr;
 }
 
-size_t Pool::uncommitted_bytes() const {
-  if (resource_->reserves()) {
-    const Region &r = *regions_.front();
-    return r.gap != nullptr ? r.gap->size : 0;
-  }
-  return options_.limit > reserved_ ? options_.limit - reserved_ : 0;
-}
-
 Block *Pool::grow(size_t size, Lifetime lifetime, std::string *why) {
-  std::string limit =
-      fmt::format("the pool has reached its limit of {}{}", format_bytes(options_.limit),
-                  options_.limit_key.empty() ? "" : " (" + options_.limit_key + ")");
   try {
-    if (resource_->reserves()) {
-      Region &r = *regions_.front();
-      Block *b = r.gap != nullptr ? grow_reserved(r, size, lifetime) : nullptr;
-      if (b == nullptr) *why = limit;
-      return b;
-    }
-    size_t unit = std::max(resource_->granularity(), options_.alignment);
-    size_t bytes = std::max(options_.segment_bytes, round_up(size, unit));
-    if (reserved_ + bytes > options_.limit) {
-      bytes = round_down(options_.limit - reserved_, unit);
-      if (bytes < size) {
-        *why = limit;
-        return nullptr;
-      }
-    }
-    auto region = std::make_unique<Region>();
-    regions_.reserve(regions_.size() + 1);
-    void *p = resource_->allocate(bytes);
-    region->base = reinterpret_cast<uintptr_t>(p);
-    region->capacity = region->committed = bytes;
-    Block *b = store_.make();
-    b->addr = region->base;
-    b->size = bytes;
-    b->region = region.get();
-    region->first = b;
-    regions_.push_back(std::move(region));
-    reserved_ += bytes;
-    peak_reserved_ = std::max(peak_reserved_, reserved_);
-    poison(host_accessible_, b->addr, b->size);
-    bins_.insert(b);
-    return b;
+    if (Block *b = arena_->grow(size, lifetime)) return b;
+    *why = fmt::format("the pool has reached its limit of {}{}", format_bytes(options_.limit),
+                       options_.limit_key.empty() ? "" : " (" + options_.limit_key + ")");
   } catch (const Error &e) {
     *why = e.what();
-    return nullptr;
   }
-}
-
-Block *Pool::grow_reserved(Region &r, size_t size, Lifetime lifetime) {
-  Block *gap = r.gap;
-  size_t low_free =
-      gap->prev != nullptr && gap->prev->state == BlockState::Free ? gap->prev->size : 0;
-  size_t high_free =
-      gap->next != nullptr && gap->next->state == BlockState::Free ? gap->next->size : 0;
-  bool low = lifetime == Lifetime::Long;
-  size_t own = low ? low_free : high_free;
-  size_t commit = round_up(size - std::min(size, own), options_.segment_bytes);
-  if (commit < gap->size) return commit_side(r, commit, low);
-  // The whole middle: it joins the free blocks on both sides into one.
-  if (low_free + gap->size + high_free >= size) return commit_side(r, gap->size, low);
   return nullptr;
-}
-
-Block *Pool::commit_side(Region &r, size_t bytes, bool low) {
-  Block *gap = r.gap;
-  uintptr_t at = low ? gap->addr : gap->end() - bytes;
-  resource_->commit(reinterpret_cast<void *>(at), bytes);
-  Block *b = store_.make();
-  b->addr = at;
-  b->size = bytes;
-  b->region = &r;
-  if (low) {
-    gap->addr += bytes;
-    gap->size -= bytes;
-    link_after(gap->prev, b);
-  } else {
-    gap->size -= bytes;
-    link_after(gap, b);
-  }
-  if (gap->size == 0) {
-    unlink(gap);
-    store_.recycle(gap);
-    r.gap = nullptr;
-  }
-  r.committed += bytes;
-  reserved_ += bytes;
-  peak_reserved_ = std::max(peak_reserved_, reserved_);
-  poison(host_accessible_, b->addr, b->size);
-  return merge_free(b);
-}
-
-Block *Pool::carve(Block *f, size_t size, Lifetime lifetime) {
-  bins_.remove(f);
-  if (f->size == size) return f;
-  Block *rest = store_.make();
-  rest->region = f->region;
-  rest->size = f->size - size;
-  if (lifetime == Lifetime::Long) {
-    rest->addr = f->addr + size;
-    f->size = size;
-    link_after(f, rest);
-  } else {
-    rest->addr = f->addr;
-    f->addr += rest->size;
-    f->size = size;
-    link_after(f->prev, rest);
-  }
-  bins_.insert(rest);
-  return f;
-}
-
-Block *Pool::merge_free(Block *b) {
-  if (b->prev != nullptr && b->prev->state == BlockState::Free) {
-    Block *p = b->prev;
-    bins_.remove(p);
-    p->size += b->size;
-    unlink(b);
-    store_.recycle(b);
-    b = p;
-  }
-  if (b->next != nullptr && b->next->state == BlockState::Free) {
-    Block *n = b->next;
-    bins_.remove(n);
-    b->size += n->size;
-    unlink(n);
-    store_.recycle(n);
-  }
-  bins_.insert(b);
-  return b;
-}
-
-void Pool::release(Block *b) {
-  b->state = BlockState::Free;
-  b->requested = 0;
-  b->locks = 0;
-  poison(host_accessible_, b->addr, b->size);
-  merge_free(b);
-}
-
-void Pool::link_after(Block *at, Block *b) {
-  Region *r = b->region;
-  if (at == nullptr) {
-    b->prev = nullptr;
-    b->next = r->first;
-    if (r->first != nullptr) r->first->prev = b;
-    r->first = b;
-  } else {
-    b->prev = at;
-    b->next = at->next;
-    if (at->next != nullptr) at->next->prev = b;
-    at->next = b;
-  }
-}
-
-void Pool::unlink(Block *b) {
-  if (b->prev != nullptr)
-    b->prev->next = b->next;
-  else
-    b->region->first = b->next;
-  if (b->next != nullptr) b->next->prev = b->prev;
-  b->prev = b->next = nullptr;
 }
 
 void Pool::out_of_memory(size_t bytes, Lifetime lifetime, bool movable, const std::string &why) {
@@ -474,24 +265,23 @@ void Pool::free_block(Block *b) {
   auto evict = [this](Block *old) {
     addresses_.erase(old->addr);
     old->state = BlockState::Free;
-    merge_free(old);
+    blocks_.merge_free(old);
   };
   if (cache_.put(b, evict)) {
     b->state = BlockState::Cached;
     b->requested = 0;
     b->locks = 0;
-    poison(host_accessible_, b->addr, b->size);
+    blocks_.poison(b->addr, b->size);
     return;
   }
   addresses_.erase(b->addr);
-  release(b);
+  blocks_.release(b);
 }
 
 void Pool::bad_free(uintptr_t p) const {
   const void *ptr = reinterpret_cast<const void *>(p);
-  for (const auto &r : regions_) {
-    if (!r->contains(p)) continue;
-    for (const Block *b = r->first; b != nullptr; b = b->next) {
+  if (const Region *r = arena_->region_of(p)) {
+    for (const Block *b : blocks_of(*r)) {
       if (p < b->addr || p >= b->end()) continue;
       if (b->state == BlockState::Free || b->state == BlockState::Cached)
         fail(ZRT_ERR_INVALID_ARGUMENT,
@@ -509,21 +299,23 @@ void Pool::bad_free(uintptr_t p) const {
 
 Block &Pool::block_of(BufferId buffer, const char *argument) const {
   uint64_t v = buffer.value;
-  if (v == 0) fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL buffer handle", argument);
-  auto tag = static_cast<uint16_t>(v >> (64 - kTagBits));
-  auto generation = static_cast<uint32_t>((v >> 32) & kGenerationMask);
-  uint64_t index = (v & 0xffffffffu) - 1;
-  if (tag != tag_ || index >= slots_.size() || generation == 0)
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is not a buffer of pool '{}': it belongs to another pool or is not a "
-         "buffer handle",
-         argument, v, options_.name);
-  const Slot &s = slots_[index];
-  if (s.generation != generation || s.block == nullptr)
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is a stale buffer handle of pool '{}': the buffer was already freed",
-         argument, v, options_.name);
-  return *s.block;
+  BufferSlots::Found f = buffers_.find(v);
+  switch (f.verdict) {
+    case BufferSlots::Verdict::Valid:
+      break;
+    case BufferSlots::Verdict::Null:
+      fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL buffer handle", argument);
+    case BufferSlots::Verdict::Foreign:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is not a buffer of pool '{}': it belongs to another pool or is not a "
+           "buffer handle",
+           argument, v, options_.name);
+    case BufferSlots::Verdict::Stale:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is a stale buffer handle of pool '{}': the buffer was already freed",
+           argument, v, options_.name);
+  }
+  return *f.value;
 }
 
 void Pool::free(BufferId buffer) {
@@ -532,11 +324,7 @@ void Pool::free(BufferId buffer) {
   if (b.locks > 0)
     fail(ZRT_ERR_INVALID_STATE, "buffer is locked ({} lock(s)): unlock it before freeing it",
          b.locks);
-  Slot &s = slots_[b.slot];
-  s.block = nullptr;
-  s.generation = static_cast<uint32_t>((s.generation & kGenerationMask) + 1) & kGenerationMask;
-  if (s.generation == 0) s.generation = 1;
-  free_slots_.push_back(b.slot);
+  buffers_.remove(b.slot);
   --movable_count_;
   free_block(&b);
 }
@@ -568,108 +356,10 @@ void Pool::unlock(BufferId buffer) {
 
 size_t Pool::trim() {
   std::lock_guard lock(mutex_);
-  store_.ensure(2);
+  blocks_.store().ensure(2);
   flush_mine_locked();
   flush_cache();
-  size_t released = 0;
-  size_t page = resource_->granularity();
-  auto give_back = [&](Region &r, uintptr_t from, uintptr_t to) {
-    unpoison(host_accessible_, from, to - from);
-    resource_->decommit(reinterpret_cast<void *>(from), to - from);
-    r.committed -= to - from;
-    reserved_ -= to - from;
-    released += to - from;
-  };
-  if (resource_->reserves()) {
-    Region &r = *regions_.front();
-    if (r.gap == nullptr) {
-      // Fully committed: open a middle again inside the largest free block.
-      Block *f = bins_.largest();
-      if (f == nullptr) return 0;
-      uintptr_t from = round_up(f->addr, page), to = round_down(f->end(), page);
-      if (from >= to) return 0;
-      bins_.remove(f);
-      Block *gap = store_.make();
-      gap->addr = from;
-      gap->size = to - from;
-      gap->region = &r;
-      gap->state = BlockState::Uncommitted;
-      Block *before = f->prev;
-      uintptr_t f_end = f->end();
-      if (from > f->addr) {
-        f->size = from - f->addr;
-        bins_.insert(f);
-        before = f;
-      } else {
-        unlink(f);
-        store_.recycle(f);
-      }
-      link_after(before, gap);
-      if (to < f_end) {
-        Block *after = store_.make();
-        after->addr = to;
-        after->size = f_end - to;
-        after->region = &r;
-        link_after(gap, after);
-        bins_.insert(after);
-      }
-      r.gap = gap;
-      give_back(r, from, to);
-      return released;
-    }
-    Block *gap = r.gap;
-    if (Block *lo = gap->prev; lo != nullptr && lo->state == BlockState::Free) {
-      uintptr_t from = round_up(lo->addr, page);
-      if (from < lo->end()) {
-        size_t n = lo->end() - from;
-        bins_.remove(lo);
-        if (from == lo->addr) {
-          unlink(lo);
-          store_.recycle(lo);
-        } else {
-          lo->size -= n;
-          bins_.insert(lo);
-        }
-        gap->addr -= n;
-        gap->size += n;
-        give_back(r, from, from + n);
-      }
-    }
-    if (Block *hi = gap->next; hi != nullptr && hi->state == BlockState::Free) {
-      uintptr_t to = round_down(hi->end(), page);
-      if (to > hi->addr) {
-        size_t n = to - hi->addr;
-        bins_.remove(hi);
-        if (to == hi->end()) {
-          unlink(hi);
-          store_.recycle(hi);
-        } else {
-          hi->addr += n;
-          hi->size -= n;
-          bins_.insert(hi);
-        }
-        uintptr_t from = gap->end();
-        gap->size += n;
-        give_back(r, from, from + n);
-      }
-    }
-    return released;
-  }
-  for (auto it = regions_.begin(); it != regions_.end();) {
-    Region &r = **it;
-    if (r.first->state == BlockState::Free && r.first->next == nullptr) {
-      bins_.remove(r.first);
-      store_.recycle(r.first);
-      unpoison(host_accessible_, r.base, r.capacity);
-      resource_->deallocate(reinterpret_cast<void *>(r.base), r.capacity);
-      reserved_ -= r.capacity;
-      released += r.capacity;
-      it = regions_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return released;
+  return arena_->trim();
 }
 
 uint64_t Pool::generation() const {
@@ -688,8 +378,8 @@ PoolStats Pool::stats_locked() const {
   PoolStats s;
   s.space = resource_->space();
   s.limit = options_.limit;
-  s.reserved = reserved_;
-  s.peak_reserved = peak_reserved_;
+  s.reserved = arena_->reserved();
+  s.peak_reserved = arena_->peak_reserved();
   // Blocks idle in thread caches are allocated as far as the pool's books go.
   size_t idle_count = 0;
   for (const ThreadCache *c : caches_)
@@ -699,8 +389,8 @@ PoolStats Pool::stats_locked() const {
   s.peak_live = thread_peak_live();
   s.allocations = count_ - idle_count;
   s.movable_allocations = movable_count_;
-  s.free = reserved_ - live_;
-  const Block *largest = bins_.largest();
+  s.free = arena_->reserved() - live_;
+  const Block *largest = blocks_.bins().largest();
   s.largest_free = largest != nullptr ? largest->size : 0;
   s.fragmentation =
       s.free > 0 ? 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free) : 0.0;
@@ -710,9 +400,7 @@ PoolStats Pool::stats_locked() const {
   s.out_of_memory = oom_count_;
   s.page_locked = resource_->page_locked();
   s.numa_node = resource_->numa_node();
-  s.segments = resource_->reserves()
-                   ? (reserved_ + options_.segment_bytes - 1) / options_.segment_bytes
-                   : regions_.size();
+  s.segments = arena_->segments();
   return s;
 }
 
@@ -729,9 +417,7 @@ nlohmann::json Pool::describe() {
 bool Pool::owns(const void *ptr) const {
   auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mutex_);
-  for (const auto &r : regions_)
-    if (r->contains(p)) return true;
-  return false;
+  return arena_->region_of(p) != nullptr;
 }
 
 void Pool::check() const {
@@ -740,12 +426,13 @@ void Pool::check() const {
     fail(ZRT_ERR_INTERNAL, "pool '{}' is inconsistent: {}", options_.name, what);
   };
   size_t reserved = 0, live = 0, count = 0, movable = 0, locked = 0, free_blocks = 0, cached = 0;
-  for (const auto &r : regions_) {
+  const FreeBins &bins = blocks_.bins();
+  for (const auto &r : arena_->regions()) {
     uintptr_t at = r->base;
     size_t committed = 0;
     const Block *gap = nullptr;
     if (r->first == nullptr || r->first->prev != nullptr) broken("region list head");
-    for (const Block *b = r->first; b != nullptr; b = b->next) {
+    for (const Block *b : blocks_of(*r)) {
       if (b->addr != at) broken(fmt::format("block at 0x{:x} should start at 0x{:x}", b->addr, at));
       if (b->size == 0 || b->size % options_.alignment != 0) broken("block size not aligned");
       if (b->region != r.get()) broken("block in the wrong region");
@@ -753,7 +440,7 @@ void Pool::check() const {
       at = b->end();
       switch (b->state) {
         case BlockState::Uncommitted:
-          if (gap != nullptr || !r->reserved) broken("second or misplaced uncommitted block");
+          if (gap != nullptr || b != r->gap) broken("second or misplaced uncommitted block");
           gap = b;
           continue;
         case BlockState::Cached:
@@ -764,7 +451,7 @@ void Pool::check() const {
           ++free_blocks;
           if (b->next != nullptr && b->next->state == BlockState::Free)
             broken(fmt::format("free neighbours at 0x{:x} not merged", b->addr));
-          if (!bins_.contains(b)) broken("free block missing from its bin");
+          if (!bins.contains(b)) broken("free block missing from its bin");
           break;
         case BlockState::Raw:
         case BlockState::Lent:
@@ -777,8 +464,7 @@ void Pool::check() const {
           if (b->state == BlockState::Movable) {
             ++movable;
             if (b->locks > 0) ++locked;
-            if (b->slot >= slots_.size() || slots_[b->slot].block != b)
-              broken("movable buffer and its slot disagree");
+            if (buffers_.at(b->slot) != b) broken("movable buffer and its slot disagree");
           } else if (b->locks != 0) {
             broken("raw allocation with locks");
           }
@@ -791,14 +477,16 @@ void Pool::check() const {
     if (committed != r->committed) broken("region's committed bytes are wrong");
     reserved += committed;
   }
-  if (reserved != reserved_) broken(fmt::format("reserved {} != {}", reserved_, reserved));
+  if (reserved != arena_->reserved())
+    broken(fmt::format("reserved {} != {}", arena_->reserved(), reserved));
   if (live != live_) broken(fmt::format("live {} != {}", live_, live));
   if (count != count_ || movable != movable_count_ || locked != locked_count_)
     broken("allocation counts");
   if (cached != cache_.count()) broken("cached blocks and the quick cache disagree");
   if (addresses_.size() != count_ + cached) broken("address map size");
-  if (free_blocks != bins_.count()) broken("bins hold blocks that are not free");
-  if (reserved_ > peak_reserved_ || live_ - thread_idle_bytes() > thread_peak_live())
+  if (free_blocks != bins.count()) broken("bins hold blocks that are not free");
+  if (arena_->reserved() > arena_->peak_reserved() ||
+      live_ - thread_idle_bytes() > thread_peak_live())
     broken("peaks below current values");
   for (const ThreadCache *c : caches_)
     if (c->pool.load(std::memory_order_relaxed) != this) broken("a thread cache of another pool");

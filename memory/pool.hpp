@@ -1,22 +1,22 @@
 // The defragmenting pool: one per memory space (and more on request). See
 // zerort/memory.h for what it promises; this is how.
 //
-// Arena. A reserving resource gives one region as large as the limit: long-lived blocks
-// are committed and packed from its low end, transient ones from its high end, and the
-// uncommitted middle (an Uncommitted block) shrinks by whole segments as either side
-// grows, so the pool never reserves more than its live memory plus less than a segment
-// per side, and both lifetimes can still coalesce when they meet. A segmented resource
-// (cudaMalloc, cudaHostAlloc) adds a region per segment; inside each, long-lived blocks
-// take the low end and transient ones the high end.
+// Parts. The pool's memory is an Arena (arena.hpp), chosen once by the resource's shape:
+// a reserving one (one region for the whole limit, long-lived blocks from its base,
+// transient ones from its top, an uncommitted middle between) or a segmented one (a
+// region per cudaMalloc / cudaHostAlloc segment). Blocks, their address-ordered lists and
+// the free bins (FreeBins) change only through BlockList (block_list.hpp). Movable
+// buffers are named by handles of a SlotTable (runtime/slot_table.hpp).
 //
-// Allocation. Best fit over the free bins (FreeBins), carved from the lifetime's end of
-// the chosen block; if nothing fits, grow (commit at the lifetime's side of the middle,
-// or add a segment); if that fails too but the free memory would suffice in one piece,
-// compact and try again (Umpire's release-and-retry, with moves instead of releases);
-// otherwise ZRT_ERR_OUT_OF_MEMORY with the pool's stats in the message.
+// Allocation. Best fit over the free bins, avoiding the block the other lifetime grows
+// into, carved from the lifetime's end of the chosen block; if nothing fits, the arena
+// grows (commits at the lifetime's side of the middle, or adds a segment); if that fails
+// too but the free memory would suffice in one piece, compact and try again (Umpire's
+// release-and-retry, with moves instead of releases); otherwise ZRT_ERR_OUT_OF_MEMORY
+// with the pool's stats in the message.
 //
 // Compaction (pool_compaction.cpp) moves unlocked movable blocks towards their
-// lifetime's end and bumps the generation.
+// lifetime's end of each region and bumps the generation.
 //
 // Thread caches (thread_cache.hpp): allocations of up to half of thread_cache_bytes are
 // served from a cache private to the calling thread, which the pool lends blocks to, so
@@ -36,11 +36,13 @@
 #include <vector>
 
 #include "memory/address_map.hpp"
-#include "memory/free_bins.hpp"
+#include "memory/arena.hpp"
+#include "memory/block_list.hpp"
 #include "memory/pool_block.hpp"
 #include "memory/quick_cache.hpp"
 #include "memory/resource.hpp"
 #include "memory/thread_cache.hpp"
+#include "runtime/slot_table.hpp"
 
 namespace zrt {
 
@@ -76,8 +78,9 @@ struct PoolStats {
   std::string summary() const;  // one line for messages
 };
 
-// A movable buffer: the value of its zrt_buffer_h handle. It names the pool (a tag), the
-// slot and the slot's generation, so stale and foreign handles are recognised.
+// A movable buffer: the value of its zrt_buffer_h handle, a handle of the pool's
+// SlotTable (runtime/slot_table.hpp). It names the pool (a tag), the slot and the slot's
+// generation, so stale and foreign handles are recognised.
 struct BufferId {
   uint64_t value = 0;
   explicit operator bool() const { return value != 0; }
@@ -156,37 +159,23 @@ class Pool {
     std::atomic_ref<size_t>(live_).store(live_ - bytes, std::memory_order_relaxed);
   }
   Block *find_or_make_room(size_t size, Lifetime lifetime, std::string *why);
-  Block *other_frontier(Lifetime lifetime) const;
   Block *best_fit_avoiding(size_t size, Lifetime lifetime);
   void flush_cache();
   void free_block(Block *b);  // a Raw or Movable block the caller found is freed
-  Block *grow(size_t size, Lifetime lifetime, std::string *why);
-  Block *grow_reserved(Region &region, size_t size, Lifetime lifetime);
-  Block *commit_side(Region &region, size_t bytes, bool low);
-  Block *carve(Block *free_block, size_t size, Lifetime lifetime);
-  void release(Block *b);  // a used block becomes free and merges with its neighbours
-  Block *merge_free(Block *b);
-  void link_after(Block *at, Block *b);  // at == nullptr: at the front of b->region
-  void unlink(Block *b);
+  Block *grow(size_t size, Lifetime lifetime, std::string *why);  // the arena's, or why not
   [[noreturn]] void out_of_memory(size_t bytes, Lifetime lifetime, bool movable,
                                   const std::string &why);
   Block &block_of(BufferId buffer, const char *argument) const;
   [[noreturn]] void bad_free(uintptr_t p) const;
   size_t compact_locked();
   size_t pack_region(Region &region, Lifetime lifetime);
-  // kept: empty, with capacity for every block of the region (it must not allocate).
-  void rebuild_region(Region &region, std::vector<Block *> &kept);
   PoolStats stats_locked() const;
   bool can_compact() const { return movable_count_ > locked_count_; }
-  size_t uncommitted_bytes() const;
 
   std::unique_ptr<Resource> resource_;
   PoolOptions options_;
   bool host_accessible_;
   unsigned align_shift_;
-  uint16_t tag_;                // names this pool inside its handles
-  uintptr_t reserve_base_ = 0;  // the reservation as mapped (before aligning the region)
-  size_t reserve_span_ = 0;
 
   const uint64_t serial_;  // names this pool to thread caches; never reused
   // Its C handle (set_handle). Atomic only because the handle is in the table a moment
@@ -195,19 +184,14 @@ class Pool {
   size_t cache_max_ = 0;  // largest block size a thread cache keeps (0: none)
   mutable std::mutex mutex_;
   std::vector<ThreadCache *> caches_;  // of live threads; their threads own them
-  std::vector<std::unique_ptr<Region>> regions_;
-  BlockStore store_;
-  FreeBins bins_;
-  AddressMap addresses_;  // every allocated or cached block by address
+  BlockList blocks_;
+  std::unique_ptr<Arena> arena_;  // chosen once, by the resource's shape
+  AddressMap addresses_;          // every allocated or cached block by address
   QuickCache cache_;
-  struct Slot {
-    Block *block = nullptr;
-    uint32_t generation = 1;
-  };
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_slots_;
+  // Movable buffers by handle; the tag names this pool.
+  using BufferSlots = SlotTable<Block, 12>;
+  BufferSlots buffers_;
 
-  size_t reserved_ = 0, peak_reserved_ = 0;
   size_t live_ = 0, peak_live_ = 0;
   size_t count_ = 0, movable_count_ = 0, locked_count_ = 0;
   uint64_t compactions_ = 0, moved_bytes_ = 0, generation_ = 0, oom_count_ = 0;

@@ -6,8 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "memory/memory_space.hpp"
 
@@ -51,49 +49,26 @@ struct alignas(32) Block {
 static_assert(offsetof(Block, lent) < 32 && offsetof(Block, size) < 32,
               "the fast path's fields of a Block must stay in its first 32 bytes");
 
-// A contiguous address range of a pool: the one reservation of a reserving resource
-// (committed at both ends, an Uncommitted block in the middle), or one segment of a
-// segmented resource (committed whole).
+// A contiguous address range of a pool's arena (arena.hpp): the one reservation of a
+// reserving resource (committed at both ends, an Uncommitted block in the middle), or one
+// segment of a segmented resource (committed whole).
 struct Region {
   uintptr_t base = 0;
   size_t capacity = 0;
-  bool reserved = false;  // true: grows by committing from `gap`
   Block *first = nullptr;
-  Block *gap = nullptr;  // the Uncommitted block, or nullptr when fully committed
+  Block *gap = nullptr;  // the Uncommitted block; nullptr when fully committed or a segment
   size_t committed = 0;
 
   uintptr_t end() const { return base + capacity; }
   bool contains(uintptr_t p) const { return p >= base && p < end(); }
 };
 
-// Recycles Block objects so allocation does not call the system allocator for metadata.
-class BlockStore {
- public:
-  Block *make() {
-    if (free_.empty()) refill();
-    Block *b = free_.back();
-    free_.pop_back();
-    *b = Block{};
-    return b;
-  }
-  void recycle(Block *b) { free_.push_back(b); }
-  // Makes sure the next n make() calls cannot fail, so an operation that needs n new
-  // blocks can fail (bad_alloc) before it changes anything rather than halfway.
-  void ensure(size_t n) {
-    while (free_.size() < n)
-      refill();
-  }
-
- private:
-  void refill() {
-    constexpr size_t kChunk = 256;
-    chunks_.push_back(std::make_unique<Block[]>(kChunk));
-    free_.reserve(free_.size() + kChunk);
-    for (size_t i = 0; i < kChunk; ++i)
-      free_.push_back(&chunks_.back()[kChunk - 1 - i]);
-  }
-  std::vector<std::unique_ptr<Block[]>> chunks_;
-  std::vector<Block *> free_;
-};
+// Sizes in a pool are whole units: of its alignment, of a page, of a segment.
+inline size_t round_up(size_t v, size_t unit) {
+  return (v + unit - 1) / unit * unit;
+}
+inline size_t round_down(size_t v, size_t unit) {
+  return v / unit * unit;
+}
 
 }  // namespace zrt

@@ -12,7 +12,6 @@
 // between them.
 #include <algorithm>
 
-#include "memory/poison.hpp"
 #include "memory/pool.hpp"
 #include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
@@ -42,7 +41,7 @@ size_t Pool::defragment() {
 size_t Pool::compact_locked() {
   flush_cache();
   size_t moved = 0;
-  for (auto &r : regions_) {
+  for (auto &r : arena_->regions()) {
     moved += pack_region(*r, Lifetime::Long);
     moved += pack_region(*r, Lifetime::Transient);
   }
@@ -102,69 +101,25 @@ size_t Pool::pack_region(Region &r, Lifetime lifetime) {
   if (moves.empty()) return 0;
 
   // Everything that can throw bad_alloc comes before the first move.
-  size_t blocks = 0;
-  for (const Block *x = r.first; x != nullptr; x = x->next)
-    ++blocks;
+  size_t blocks = BlockList::count(r);
   std::vector<Block *> kept;
   kept.reserve(blocks);
-  store_.ensure(blocks + 1);
+  blocks_.store().ensure(blocks + 1);
   addresses_.prepare_insert();
   size_t moved = 0;
   for (const Move &m : moves) {
     Block *blk = m.block;
-    unpoison(host_accessible_, m.to, blk->requested);
+    blocks_.unpoison(m.to, blk->requested);
     resource_->move(reinterpret_cast<void *>(m.to), reinterpret_cast<const void *>(blk->addr),
                     blk->requested);
     addresses_.erase(blk->addr);
     blk->addr = m.to;
     addresses_.insert(blk->addr, blk);
-    poison(host_accessible_, blk->addr + blk->requested, blk->size - blk->requested);
+    blocks_.poison(blk->addr + blk->requested, blk->size - blk->requested);
     moved += blk->size;
   }
-  rebuild_region(r, kept);
+  blocks_.rebuild(r, kept);
   return moved;
-}
-
-void Pool::rebuild_region(Region &r, std::vector<Block *> &kept) {
-  for (Block *b = r.first; b != nullptr;) {
-    Block *next = b->next;
-    if (b->state == BlockState::Free) {
-      bins_.remove(b);
-      store_.recycle(b);
-    } else {
-      kept.push_back(b);
-    }
-    b = next;
-  }
-  std::sort(kept.begin(), kept.end(),
-            [](const Block *x, const Block *y) { return x->addr < y->addr; });
-  r.first = nullptr;
-  Block *last = nullptr;
-  auto append = [&](Block *b) {
-    b->prev = last;
-    b->next = nullptr;
-    if (last != nullptr)
-      last->next = b;
-    else
-      r.first = b;
-    last = b;
-  };
-  auto append_free = [&](uintptr_t from, uintptr_t to) {
-    Block *f = store_.make();
-    f->addr = from;
-    f->size = to - from;
-    f->region = &r;
-    append(f);
-    bins_.insert(f);
-    poison(host_accessible_, from, to - from);
-  };
-  uintptr_t at = r.base;
-  for (Block *b : kept) {
-    if (b->addr > at) append_free(at, b->addr);
-    append(b);
-    at = b->end();
-  }
-  if (at < r.end()) append_free(at, r.end());
 }
 
 }  // namespace zrt

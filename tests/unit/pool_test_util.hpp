@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -15,16 +16,46 @@
 
 namespace pooltest {
 
+// Host memory in the shape of the CUDA resources: one mapping per segment, nothing
+// reserved. It lets the pool's segmented arena run where no GPU is.
+class SegmentedHostResource : public zrt::Resource {
+ public:
+  zrt::MemorySpace space() const override { return zrt::MemorySpace::Host; }
+  const char *kind() const override { return "mmap segments"; }
+  bool host_accessible() const override { return true; }
+  size_t granularity() const override { return 4096; }
+  bool reserves() const override { return false; }
+  void *allocate(size_t bytes) override {
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) zrt::fail(ZRT_ERR_OUT_OF_MEMORY, "mmap of {} bytes failed", bytes);
+    return p;
+  }
+  void deallocate(void *ptr, size_t bytes) noexcept override { munmap(ptr, bytes); }
+  void move(void *dst, const void *src, size_t bytes) override { std::memmove(dst, src, bytes); }
+};
+
+enum class Arena { Reserving, Segmented };
+
+inline const char *arena_name(Arena arena) {
+  return arena == Arena::Reserving ? "Reserving" : "Segmented";
+}
+
 inline std::unique_ptr<zrt::Pool> host_pool(size_t limit, size_t segment = size_t{1} << 20,
                                             zrt::CompactPolicy compact = zrt::CompactPolicy::Auto,
-                                            size_t alignment = 256) {
+                                            size_t alignment = 256,
+                                            Arena arena = Arena::Reserving) {
   zrt::PoolOptions o;
   o.name = "test";
   o.limit = limit;
   o.segment_bytes = segment;
   o.alignment = alignment;
   o.compact = compact;
-  return std::make_unique<zrt::Pool>(std::make_unique<zrt::HostResource>(), o);
+  std::unique_ptr<zrt::Resource> resource;
+  if (arena == Arena::Reserving)
+    resource = std::make_unique<zrt::HostResource>();
+  else
+    resource = std::make_unique<SegmentedHostResource>();
+  return std::make_unique<zrt::Pool>(std::move(resource), o);
 }
 
 // Writes a pattern derived from seed into [p, p+n): every byte for small buffers, the

@@ -288,6 +288,55 @@ TEST(Pool, TrimOpensTheMiddleOfAFullArena) {
   pool->check();
 }
 
+TEST(Pool, SegmentedArenaGrowsBySegmentsAndTrimsWholeFreeOnes) {
+  auto pool = host_pool(8 * MiB, 2 * MiB, CompactPolicy::Auto, 256, pooltest::Arena::Segmented);
+  void *a = pool->allocate(MiB, Lifetime::Long);
+  void *b = pool->allocate(MiB, Lifetime::Transient);  // the same segment's other end
+  EXPECT_EQ(pool->stats().reserved, 2 * MiB);
+  EXPECT_EQ(pool->stats().segments, 1u);
+  void *big = pool->allocate(3 * MiB, Lifetime::Long);  // a segment of its own size
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.reserved, 5 * MiB);
+  EXPECT_EQ(s.segments, 2u);
+  EXPECT_TRUE(fails_with([&] { pool->allocate(4 * MiB, Lifetime::Long); }, ZRT_ERR_OUT_OF_MEMORY,
+                         "reached its limit of 8 MiB"));
+  // What is left of the limit still makes a segment.
+  void *rest = pool->allocate(3 * MiB, Lifetime::Transient);
+  EXPECT_EQ(pool->stats().reserved, 8 * MiB);
+  pool->free(big);
+  pool->free(a);
+  EXPECT_EQ(pool->trim(), 3 * MiB);  // only the segment that is wholly free
+  s = pool->stats();
+  EXPECT_EQ(s.reserved, 5 * MiB);
+  EXPECT_EQ(s.segments, 2u);
+  pool->check();
+  for (void *p : {b, rest})
+    pool->free(p);
+  EXPECT_EQ(pool->trim(), 5 * MiB);
+  EXPECT_EQ(pool->stats().segments, 0u);
+  pool->check();
+}
+
+TEST(Pool, SegmentedArenaCompactsWithinEachSegment) {
+  auto pool = host_pool(8 * MiB, 2 * MiB, CompactPolicy::Auto, 256, pooltest::Arena::Segmented);
+  std::vector<BufferId> ids;
+  for (int i = 0; i < 12; ++i) {
+    ids.push_back(pool->allocate_movable(256 * KiB, Lifetime::Long));
+    fill(pool->pointer(ids.back()), 256 * KiB, static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(pool->stats().segments, 2u);
+  for (int i = 0; i < 12; i += 2)
+    pool->free(ids[i]);
+  EXPECT_GT(pool->defragment(), 0u);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.largest_free, MiB + 512 * KiB);  // each segment's free memory in one piece
+  for (int i = 1; i < 12; i += 2) {
+    EXPECT_TRUE(holds(pool->pointer(ids[i]), 256 * KiB, static_cast<uint64_t>(i))) << i;
+    pool->free(ids[i]);
+  }
+  pool->check();
+}
+
 // A trace shaped like training: parameters, gradients and optimizer state once, then
 // per iteration each layer's activations in forward and, in backward, the activations
 // freed in reverse while gradient buckets come and go. The pool should reserve hardly
@@ -380,15 +429,20 @@ void verify(Pool &pool, const std::vector<Live> &live, size_t alignment) {
 
 }  // namespace
 
-class PoolTrace : public ::testing::TestWithParam<int> {};
+struct TraceCase {
+  int seed;
+  pooltest::Arena arena;
+};
+
+class PoolTrace : public ::testing::TestWithParam<TraceCase> {};
 
 TEST_P(PoolTrace, HundredThousandRandomOperationsKeepEveryInvariant) {
-  const int seed = GetParam();
+  const int seed = GetParam().seed;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   // Seeds differ in alignment and policy too, so the trace covers both.
   const size_t alignment = seed % 2 == 0 ? 256 : 64;
   const CompactPolicy policy = seed % 3 == 0 ? CompactPolicy::Eager : CompactPolicy::Auto;
-  auto pool = host_pool(48 * MiB, MiB, policy, alignment);
+  auto pool = host_pool(48 * MiB, MiB, policy, alignment, GetParam().arena);
   std::vector<Live> live;
   std::vector<BufferId> locked;
   uint64_t next_seed = 1, ooms = 0, compactions_seen = 0;
@@ -497,7 +551,19 @@ TEST_P(PoolTrace, HundredThousandRandomOperationsKeepEveryInvariant) {
   pool->check();
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, PoolTrace, ::testing::Values(1, 2, 3));
+// Each seed on both arenas: one reserved range (host memory) and a mapping per segment
+// (the shape of the CUDA resources).
+INSTANTIATE_TEST_SUITE_P(Seeds, PoolTrace,
+                         ::testing::Values(TraceCase{1, pooltest::Arena::Reserving},
+                                           TraceCase{2, pooltest::Arena::Reserving},
+                                           TraceCase{3, pooltest::Arena::Reserving},
+                                           TraceCase{1, pooltest::Arena::Segmented},
+                                           TraceCase{2, pooltest::Arena::Segmented},
+                                           TraceCase{3, pooltest::Arena::Segmented}),
+                         [](const ::testing::TestParamInfo<TraceCase> &info) {
+                           return std::string(pooltest::arena_name(info.param.arena)) +
+                                  std::to_string(info.param.seed);
+                         });
 
 // --- bad input ------------------------------------------------------------------------
 
