@@ -3,7 +3,7 @@
 namespace zrt {
 
 int BufferSet::add(size_t bytes) {
-  buffers_.emplace_back(*pool_, bytes, Lifetime::Transient, false);
+  buffers_.emplace_back(*pool_, bytes, Lifetime::Transient);
   free_.push_back(static_cast<int>(buffers_.size()) - 1);
   return free_.back();
 }

@@ -17,8 +17,8 @@ class BufferSet {
   BufferSet() = default;
   explicit BufferSet(Pool &pool) : pool_(&pool) {}
 
-  // A new free buffer of bytes (not zeroed); returns its index. Throws Error when the pool
-  // cannot provide it.
+  // A new free buffer of bytes, zeroed (so its memory is committed now, not in the middle of
+  // a backward pass); returns its index. Throws Error when the pool cannot provide it.
   int add(size_t bytes);
   // The index of the smallest free buffer of at least bytes, now taken; -1 if none.
   int take(size_t bytes);

@@ -10,6 +10,7 @@
 #include "optim/param_allgather.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
+#include "runtime/mpi_error.hpp"
 
 namespace zrt {
 
@@ -201,9 +202,15 @@ void Engine::validate_ready(const std::function<void()> &check) {
         },
         [this] { comm_->progress(); });
   } catch (const Error &) {
-    // Keep the ranks in step and the engine usable: reduce what is left as it stands, drop
-    // this micro-step's gradients, and report the error everywhere.
-    if (committed_) reducer_->abandon_micro_step();
+    // Every rank is here (the failure was agreed). When a gradient is missing on some rank,
+    // keep the ranks in step and the engine usable: reduce what is left as it stands and
+    // drop this micro-step's gradients. When nothing is missing (a bad report struct, say),
+    // change nothing: the posted reductions finish in the retried step. The choice must be
+    // the same on every rank, since dropping posts the remaining buckets.
+    int missing = committed_ && reducer_->first_not_ready() >= 0 ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_MAX, control_),
+              "MPI_Allreduce(missing gradients)");
+    if (committed_ && missing) reducer_->abandon_micro_step();
     throw;
   }
 }
@@ -263,6 +270,7 @@ void Engine::refresh_params() {
 // --- checkpoints -------------------------------------------------------------------------
 
 std::vector<Engine::StatePiece> Engine::state_pieces() const {
+  require_committed("a checkpoint");
   std::vector<StatePiece> out;
   for (const OptimizerStep::Piece &p : optimizer_->param_pieces())
     out.push_back(
@@ -280,6 +288,7 @@ void Engine::require_between_steps(const char *what) const {
 }
 
 void Engine::finish_load(int64_t step, const LossScaler::State &scaler) {
+  require_committed("zrt_checkpoint_load");
   if (settings_.mixed())
     for (const OwnedRange &o : optimizer_->owned()) {
       OptimRange r = state_.range(o);

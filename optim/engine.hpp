@@ -71,6 +71,11 @@ class Engine {
   bool committed() const { return committed_; }
   int param_count() const { return params_.count(); }
   const ParamInfo &param(int index) const { return params_.at(index); }
+  // Valid while the engine lives (zrt_param_info's name).
+  const char *param_name(int index) const {
+    params_.at(index);
+    return params_.c_name(index);
+  }
 
   int register_param(const char *name, zrt_dtype_t dtype, int ndim, const int64_t *shape);
   void commit();  // collective

@@ -11,6 +11,7 @@ namespace {
 
 struct ParamSource {
   const ParamInfo &param;
+  const char *name;  // valid while the engine lives
   zrt_dtype_t dtype;
 };
 
@@ -19,7 +20,7 @@ const ReportTable<zrt_param_info_t, ParamSource> kParamInfo{
     "info_p",
     {
         {ZRT_PARAM_INFO_FIELD_NAME, "name",
-         [](const ParamSource &s, zrt_param_info_t &o) { o.name = s.param.name.c_str(); }},
+         [](const ParamSource &s, zrt_param_info_t &o) { o.name = s.name; }},
         {ZRT_PARAM_INFO_FIELD_DTYPE, "dtype",
          [](const ParamSource &s, zrt_param_info_t &o) { o.dtype = s.dtype; }},
         {ZRT_PARAM_INFO_FIELD_SHAPE, "ndim, shape, numel",
@@ -135,10 +136,10 @@ ZRT_API zrt_status_t zrt_param_info(zrt_engine_h engine, zrt_param_h param,
                                     zrt_param_info_t *info_p) {
   return abi_call("zrt_param_info", [&] {
     Engine &e = engine_from(engine);
-    const ParamInfo &p = e.param(param_index(e, param));
+    const int index = param_index(e, param);
     require_nonnull(info_p, "info_p");
     zrt_param_info_t info = *info_p;
-    kParamInfo.fill(ParamSource{p, e.settings().dtype}, info);
+    kParamInfo.fill(ParamSource{e.param(index), e.param_name(index), e.settings().dtype}, info);
     *info_p = info;
     return ZRT_SUCCESS;
   });

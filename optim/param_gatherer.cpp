@@ -48,19 +48,28 @@ void ParamGatherer::fetch(int group, bool wait_now) {
   used_[static_cast<size_t>(group)] = ++use_clock_;
   ++fetches_;
   // One all-gather per bucket of the group, each into its place in the group's buffer.
-  for (int k = group; k < group + g.group_buckets; ++k) {
-    const BucketInfo &b = layout_.bucket(k);
-    CollArgs a;
-    a.kind = CollKind::AllGather;
-    a.send = state_.params(b.shard_offset);
-    a.recv = buf.bytes() + (b.offset - g.group_offset) * esize_;
-    a.count = b.length;
-    a.dtype = dtype_;
-    RequestPtr r = post_owned(comm_, a);
-    if (wait_now)
-      r->wait();
-    else
-      prefetch_.push_back(std::move(r));
+  try {
+    for (int k = group; k < group + g.group_buckets; ++k) {
+      const BucketInfo &b = layout_.bucket(k);
+      CollArgs a;
+      a.kind = CollKind::AllGather;
+      a.send = state_.params(b.shard_offset);
+      a.recv = buf.bytes() + (b.offset - g.group_offset) * esize_;
+      a.count = b.length;
+      a.dtype = dtype_;
+      RequestPtr r = post_owned(comm_, a);
+      if (wait_now)
+        r->wait();
+      else
+        prefetch_.push_back(std::move(r));
+    }
+  } catch (...) {
+    // The group is not gathered: a later gather must communicate again rather than use
+    // what arrived. MPI may still write into the buffer: it stays allocated until the end.
+    resident_elements_ -= g.group_length;
+    failed_.push_back(std::move(buf));
+    buf = HostBuffer();
+    throw;
   }
   if (!wait_now) prefetch_group_ = group;
 }
@@ -69,9 +78,20 @@ void ParamGatherer::finish_prefetch() {
   if (prefetch_.empty()) return;
   std::vector<RequestPtr> requests = std::move(prefetch_);
   prefetch_.clear();
+  const int group = prefetch_group_;
   prefetch_group_ = -1;
-  for (RequestPtr &r : requests)
-    r->wait();
+  try {
+    for (RequestPtr &r : requests)
+      r->wait();
+  } catch (...) {
+    // As in fetch: the group was not gathered (-1: fetch failed and kept its buffer).
+    if (group >= 0 && !gathered_[static_cast<size_t>(group)].empty()) {
+      resident_elements_ -= layout_.bucket(group).group_length;
+      failed_.push_back(std::move(gathered_[static_cast<size_t>(group)]));
+      gathered_[static_cast<size_t>(group)] = HostBuffer();
+    }
+    throw;
+  }
 }
 
 void ParamGatherer::free_group(int group) {

@@ -58,7 +58,8 @@ class ParamGatherer {
   std::vector<uint64_t> used_;        // last use, for LRU eviction
   uint64_t use_clock_ = 0;
   size_t resident_elements_ = 0;
-  std::vector<HostBuffer> spare_;  // freed buffers kept for reuse
+  std::vector<HostBuffer> spare_;   // freed buffers kept for reuse
+  std::vector<HostBuffer> failed_;  // buffers of failed gathers, which MPI may still write
   std::vector<char> param_gathered_;
   std::vector<RequestPtr> prefetch_;  // all-gathers in flight (one group's buckets)
   int prefetch_group_ = -1;

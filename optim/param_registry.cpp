@@ -38,6 +38,7 @@ int ParamRegistry::add(const char *name, zrt_dtype_t dtype, zrt_dtype_t engine_d
     info.shape.push_back(shape[d]);
   }
   names_[info.name] = count();
+  c_names_.push_back(info.name);
   params_.push_back(std::move(info));
   return count() - 1;
 }

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ class ParamRegistry {
 
   int count() const { return static_cast<int>(params_.size()); }
   const ParamInfo &at(int index) const;
+  // The name as a C string that stays valid while the registry lives (zrt_param_info): the
+  // ParamInfo entries move as the vector grows and are replaced at commit.
+  const char *c_name(int index) const { return c_names_[static_cast<size_t>(index)].c_str(); }
   const std::vector<ParamInfo> &all() const { return params_; }
 
   // A parameter's own weight decay (biases, norms: often 0), from the next step on.
@@ -43,7 +47,8 @@ class ParamRegistry {
  private:
   std::vector<ParamInfo> params_;
   std::map<std::string, int> names_;
-  bool custom_decay_ = false;  // some parameter has its own weight decay
+  std::deque<std::string> c_names_;  // a deque never moves its elements
+  bool custom_decay_ = false;        // some parameter has its own weight decay
 };
 
 }  // namespace zrt

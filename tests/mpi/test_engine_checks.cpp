@@ -386,18 +386,34 @@ TEST(EngineReports, OnlyTheFieldsOfTheMaskAreWrittenAndUnknownBitsFailEveryRank)
   EXPECT_EQ(r.applied, 0);
 
   // One rank passes a mask this library does not know: the step fails on every rank before
-  // it starts, and the engine stays usable.
+  // it starts and changes nothing, so the same step retried with a good mask goes on with
+  // the gradients already made ready.
   ready();
   r.field_mask =
       test::rank() == test::size() - 1 ? uint64_t{1} << 40 : uint64_t{ZRT_STEP_REPORT_FIELD_ALL};
   EXPECT_EQ(zrt_engine_step(e.e, &r), ZRT_ERR_INVALID_ARGUMENT);
   mentions(fmt::format("rank {}: report_p->field_mask has unknown bits 0x10000000000",
                        test::size() - 1));
-  ready();
   r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
   CHECK_OK(zrt_engine_step(e.e, &r));
   EXPECT_TRUE(r.applied);
-  EXPECT_EQ(r.step, 2);  // the failed step changed nothing
+  EXPECT_EQ(r.step, 2);
+
+  // Names stay where zrt_param_info put them while more parameters are registered.
+  Engine late;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &late.e));
+  zrt_param_h first;
+  CHECK_OK(zrt_param_register(late.e, "first", ZRT_DTYPE_FP32, 2, shape, &first));
+  zrt_param_info_t named{};
+  named.field_mask = ZRT_PARAM_INFO_FIELD_NAME;
+  CHECK_OK(zrt_param_info(late.e, first, &named));
+  for (int i = 0; i < 100; ++i) {
+    zrt_param_h more;
+    CHECK_OK(
+        zrt_param_register(late.e, fmt::format("p{}", i).c_str(), ZRT_DTYPE_FP32, 2, shape, &more));
+  }
+  CHECK_OK(zrt_engine_commit(late.e));
+  EXPECT_STREQ(named.name, "first");
 
   zrt_memory_report_t m{};
   m.field_mask = ZRT_MEMORY_REPORT_FIELD_TOTAL;

@@ -119,8 +119,9 @@ typedef struct zrt_engine_params {
   int hysteresis;                  /**< overflows tolerated before the scale halves; default 2 */
   double min_loss_scale;           /**< the scale never drops below this; default 1 */
   size_t max_live_parameters;      /**< stage 3: gathered elements kept resident after
-                                        zrt_param_release (least recently used go first);
-                                        default 1e9, DeepSpeed's stage3_max_live_parameters */
+                                        zrt_param_release (least recently used go first),
+                                        0 .. 2^48 (0: free every released bucket); default
+                                        1e9, DeepSpeed's stage3_max_live_parameters */
 } zrt_engine_params_t;
 
 /**
@@ -233,8 +234,10 @@ ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void 
 /**
  * @brief The gradient of @p param is complete. A bucket whose gradients are all ready is
  * reduced (asynchronously, with overlap on) in the fixed bucket order. Calling it twice
- * for a parameter in one micro-step is ZRT_ERR_INVALID_STATE. Local, non-blocking (without
- * overlap it waits for the reduction). Not thread-safe with other calls on @p engine.
+ * for a parameter in one micro-step is ZRT_ERR_INVALID_STATE. Local; it returns once the
+ * reduction is posted, except that it waits for an earlier reduction when every landing
+ * buffer is in use (stage 1, or accumulation at stages 2-3), and for this one without
+ * overlap. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param);
 

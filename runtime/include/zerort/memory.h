@@ -289,7 +289,7 @@ typedef struct zrt_offload_params {
 
 /** @brief Which fields of zrt_offload_stats_t to fill. */
 enum zrt_offload_stats_field {
-  ZRT_OFFLOAD_STATS_FIELD_COUNTS = 1u << 0,   /**< pushes, fetches, discards, tokens */
+  ZRT_OFFLOAD_STATS_FIELD_COUNTS = 1u << 0,   /**< pushes, fetches, discards, prefetches, tokens */
   ZRT_OFFLOAD_STATS_FIELD_BYTES = 1u << 1,    /**< ring_bytes, ring_used_bytes,
                                                    offloaded_bytes, peak_offloaded_bytes,
                                                    device_bytes_saved, peak_device_bytes_saved */
