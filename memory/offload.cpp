@@ -1,5 +1,6 @@
 #include "memory/offload.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -11,12 +12,10 @@ namespace zrt {
 
 namespace {
 
-constexpr uint64_t kTagBits = 12;
-constexpr uint64_t kGenerationMask = (uint64_t{1} << 20) - 1;
-
-uint16_t next_tag() {
+// Tags of offload engines' tokens: 1 .. 4095, reused after 4095 engines.
+uint32_t next_tag() {
   static std::atomic<uint32_t> counter{0};
-  return static_cast<uint16_t>(counter.fetch_add(1) % ((1u << kTagBits) - 1) + 1);
+  return counter.fetch_add(1) % 4095 + 1;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -49,8 +48,8 @@ Offload::Offload(Pool &ring_pool, std::function<Pool &(MemorySpace)> staging_poo
       staging_pool_(std::move(staging_pool)),
       engine_(std::move(engine)),
       options_(std::move(options)),
-      tag_(next_tag()),
-      ring_(options_.ring_bytes, ring_pool.options().alignment) {
+      ring_(options_.ring_bytes, ring_pool.options().alignment),
+      tokens_(next_tag()) {
   if (options_.prefetch_depth < 1 || options_.prefetch_depth > 64)
     fail(ZRT_ERR_INVALID_ARGUMENT, "prefetch_depth is {}: accepted values are 1 .. 64",
          options_.prefetch_depth);
@@ -74,22 +73,20 @@ Offload::Offload(Pool &ring_pool, std::function<Pool &(MemorySpace)> staging_poo
 
 Offload::~Offload() {
   std::lock_guard lock(mutex_);
-  for (uint32_t i = 0; i < tokens_.size(); ++i) {
-    Token &t = tokens_[i];
-    if (!t.live) continue;
+  tokens_.for_each([&](Token *t) {
     try {
-      engine_->wait(t.push_ticket);
-      if (t.stage == Stage::Staged || t.stage == Stage::Direct) engine_->wait(t.stage_ticket);
+      engine_->wait(t->push_ticket);
+      if (t->stage == Stage::Staged || t->stage == Stage::Direct) engine_->wait(t->stage_ticket);
     } catch (...) {
       // Nothing more can be done about a failed copy while tearing down.
     }
-    if (t.stage == Stage::Staged) {
+    if (t->stage == Stage::Staged) {
       try {
-        t.staging_pool->free(t.staging);
+        t->staging_pool->free(t->staging);
       } catch (...) {
       }
     }
-  }
+  });
   engine_.reset();  // no copy can touch the ring after this
   try {
     ring_pool_.free(ring_base_);
@@ -98,21 +95,28 @@ Offload::~Offload() {
 }
 
 Offload::Token &Offload::token_of(uint64_t token, const char *argument) {
-  if (token == 0) fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL offload token", argument);
-  auto tag = static_cast<uint16_t>(token >> (64 - kTagBits));
-  auto generation = static_cast<uint32_t>((token >> 32) & kGenerationMask);
-  uint64_t index = (token & 0xffffffffu) - 1;
-  if (tag != tag_ || index >= tokens_.size())
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is not a token of this offload engine: it belongs to another engine or is "
-         "not a token",
-         argument, token);
-  Token &t = tokens_[index];
-  if (!t.live || t.generation != generation)
-    fail(ZRT_ERR_INVALID_HANDLE,
-         "{} (0x{:x}) is a stale offload token: it was already fetched or discarded", argument,
-         token);
-  return t;
+  TokenSlots::Found f = tokens_.find(token);
+  switch (f.verdict) {
+    case TokenSlots::Verdict::Valid:
+      break;
+    case TokenSlots::Verdict::Null:
+      fail(ZRT_ERR_INVALID_HANDLE, "{} is a NULL offload token", argument);
+    case TokenSlots::Verdict::Foreign:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is not a token of this offload engine: it belongs to another engine or "
+           "is not a token",
+           argument, token);
+    case TokenSlots::Verdict::Stale:
+      fail(ZRT_ERR_INVALID_HANDLE,
+           "{} (0x{:x}) is a stale offload token: it was already fetched or discarded", argument,
+           token);
+  }
+  return *f.value;
+}
+
+void Offload::add_spare_token() {
+  token_store_.emplace_back();
+  spare_tokens_ = &token_store_.back();
 }
 
 uint64_t Offload::push(const void *src, size_t bytes) {
@@ -123,10 +127,13 @@ uint64_t Offload::push(const void *src, size_t bytes) {
   if (bytes > ring_.capacity())
     fail(ZRT_ERR_OUT_OF_MEMORY, "a tensor of {} does not fit in the offload ring of {}{}",
          format_bytes(bytes), format_bytes(ring_.capacity()), key);
-  if (free_tokens_.empty()) {
-    tokens_.reserve(tokens_.size() + 1);
-    free_tokens_.reserve(tokens_.size() + 1);
-  }
+  // The token and its slot first: a failure after the copy is submitted would have to
+  // undo it.
+  if (!tokens_.prepare_insert())
+    fail(ZRT_ERR_OUT_OF_MEMORY, "too many offload tokens: at most {} may be held at once",
+         TokenSlots::kMaxSlots);
+  if (spare_tokens_ == nullptr) add_spare_token();
+  Token &t = *spare_tokens_;
   std::optional<size_t> offset = ring_.reserve(bytes);
   if (!offset)
     fail(ZRT_ERR_OUT_OF_MEMORY,
@@ -142,16 +149,9 @@ uint64_t Offload::push(const void *src, size_t bytes) {
     ring_.release(*offset);
     throw;
   }
-  uint32_t index;
-  if (!free_tokens_.empty()) {
-    index = free_tokens_.back();
-    free_tokens_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(tokens_.size());
-    tokens_.push_back(Token{});
-  }
-  Token &t = tokens_[index];
-  t.live = true;
+  spare_tokens_ = t.next_spare;
+  uint64_t handle = tokens_.insert(&t);
+  t.slot = TokenSlots::index_of(handle);
   t.offset = *offset;
   t.bytes = bytes;
   t.source = source;
@@ -165,8 +165,7 @@ uint64_t Offload::push(const void *src, size_t bytes) {
     stats_.device_saved += bytes;
     stats_.peak_device_saved = std::max(stats_.peak_device_saved, stats_.device_saved);
   }
-  return (uint64_t{tag_} << (64 - kTagBits)) | (uint64_t{t.generation} << 32) |
-         (uint64_t{index} + 1);
+  return handle;
 }
 
 bool Offload::test(uint64_t token) {
@@ -214,9 +213,9 @@ void Offload::start_stage(Token &t) {
 
 void Offload::start_queued() {
   while (staged_ < options_.prefetch_depth && !queued_.empty()) {
-    Token &t = tokens_[queued_.front()];
+    Token *t = queued_.front();
     queued_.pop_front();
-    start_stage(t);
+    start_stage(*t);
   }
 }
 
@@ -225,7 +224,7 @@ void Offload::prefetch(uint64_t token) {
   Token &t = token_of(token, "token");
   if (t.stage != Stage::None) return;
   if (staged_ >= options_.prefetch_depth) {
-    queued_.push_back(static_cast<uint32_t>((token & 0xffffffffu) - 1));
+    queued_.push_back(&t);
     t.stage = Stage::Queued;
     return;
   }
@@ -238,7 +237,7 @@ void Offload::prefetch_into(uint64_t token, void *dst) {
   require_nonnull(dst, "dst");
   if (t.stage == Stage::Staged || t.stage == Stage::Direct) return;
   if (t.stage == Stage::Queued) {
-    std::erase(queued_, static_cast<uint32_t>((token & 0xffffffffu) - 1));
+    std::erase(queued_, &t);
     t.stage = Stage::None;
   }
   // The engine's queue is ordered, so this copy reads what the push wrote.
@@ -248,8 +247,8 @@ void Offload::prefetch_into(uint64_t token, void *dst) {
   ++stats_.prefetches;
 }
 
-void Offload::finish(Token &t, uint32_t index, bool fetched) {
-  if (t.stage == Stage::Queued) std::erase(queued_, index);
+void Offload::finish(Token &t, bool fetched) {
+  if (t.stage == Stage::Queued) std::erase(queued_, &t);
   if (t.stage == Stage::Staged) {
     t.staging_pool->free(t.staging);
     --staged_;
@@ -259,10 +258,10 @@ void Offload::finish(Token &t, uint32_t index, bool fetched) {
   if (t.source == MemorySpace::Device) stats_.device_saved -= t.bytes;
   --stats_.tokens;
   ++(fetched ? stats_.fetches : stats_.discards);
-  t = Token{false, static_cast<uint32_t>(((t.generation + 1) & kGenerationMask) == 0
-                                             ? 1
-                                             : (t.generation + 1) & kGenerationMask)};
-  free_tokens_.push_back(index);
+  tokens_.remove(t.slot);
+  t = Token{};
+  t.next_spare = spare_tokens_;
+  spare_tokens_ = &t;
   start_queued();
 }
 
@@ -270,7 +269,6 @@ void Offload::fetch(uint64_t token, void *dst) {
   std::lock_guard lock(mutex_);
   Token &t = token_of(token, "token");
   require_nonnull(dst, "dst");
-  auto index = static_cast<uint32_t>((token & 0xffffffffu) - 1);
   const void *from = ring_base_ + t.offset;
   if (t.stage == Stage::Staged || t.stage == Stage::Direct) {
     wait_ticket(t.stage_ticket);
@@ -285,17 +283,16 @@ void Offload::fetch(uint64_t token, void *dst) {
     sync_copy_seconds_ += dt;
     stats_.exposed_seconds += dt;
   }
-  finish(t, index, true);
+  finish(t, true);
 }
 
 void Offload::discard(uint64_t token) {
   std::lock_guard lock(mutex_);
   Token &t = token_of(token, "token");
-  auto index = static_cast<uint32_t>((token & 0xffffffffu) - 1);
   // The ring and staging space may be reused only once no copy writes into it.
   wait_ticket(t.push_ticket);
   if (t.stage == Stage::Staged || t.stage == Stage::Direct) wait_ticket(t.stage_ticket);
-  finish(t, index, false);
+  finish(t, false);
 }
 
 OffloadStats Offload::stats() const {

@@ -11,6 +11,10 @@
 //             on the calling thread unless prefetch_into already put it there, and
 //             releases everything the token held
 //
+// Tokens are handles of a SlotTable (runtime/slot_table.hpp) tagged with the engine, so
+// NULL, foreign (another engine's, or never given out) and stale (fetched or discarded)
+// tokens are told apart.
+//
 // The engine keeps the accounting that zrt_offload_stats reports: bytes offloaded now
 // and at peak, the part of them whose source is device memory (the device memory saved
 // while they are away), time spent copying, and time callers waited (the copy time not
@@ -23,11 +27,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "memory/copy_engine.hpp"
 #include "memory/offload_ring.hpp"
 #include "memory/pool.hpp"
+#include "runtime/slot_table.hpp"
 
 namespace zrt {
 
@@ -75,34 +79,40 @@ class Offload {
  private:
   enum class Stage { None, Queued, Staged, Direct };
   struct Token {
-    bool live = false;
-    uint32_t generation = 1;
+    uint32_t slot = 0;  // its slot in tokens_, which finish() empties
     size_t offset = 0, bytes = 0;
     MemorySpace source = MemorySpace::Host;
     uint64_t push_ticket = 0, stage_ticket = 0;
     Stage stage = Stage::None;
     Pool *staging_pool = nullptr;
-    void *staging = nullptr;  // Staged: the staging buffer; Direct: the caller's dst
+    void *staging = nullptr;      // Staged: the staging buffer; Direct: the caller's dst
+    Token *next_spare = nullptr;  // while not in tokens_: the next of spare_tokens_
   };
 
   Token &token_of(uint64_t token, const char *argument);
+  void add_spare_token();  // one more in token_store_; may throw bad_alloc
   void start_stage(Token &t);
   void start_queued();
-  void finish(Token &t, uint32_t index, bool fetched);  // releases what t holds
-  void wait_ticket(uint64_t ticket);                    // counts exposed time
+  void finish(Token &t, bool fetched);  // releases what t holds
+  void wait_ticket(uint64_t ticket);    // counts exposed time
 
   Pool &ring_pool_;
   std::function<Pool &(MemorySpace)> staging_pool_;
   std::unique_ptr<CopyEngine> engine_;
   OffloadOptions options_;
   char *ring_base_ = nullptr;
-  uint16_t tag_;
 
   mutable std::mutex mutex_;
   OffloadRing ring_;
-  std::vector<Token> tokens_;
-  std::vector<uint32_t> free_tokens_;
-  std::deque<uint32_t> queued_;  // token indices waiting for a staging slot
+  // Live tokens by handle; the tag names this engine. Every call holds mutex_.
+  using TokenSlots = SlotTable<Token, 12>;
+  TokenSlots tokens_;
+  // Where tokens live: a deque, so the table's pointers stay valid as it grows. The ones
+  // not in the table are a list through next_spare, reused last-in first-out, so taking
+  // and giving back one never allocates.
+  std::deque<Token> token_store_;
+  Token *spare_tokens_ = nullptr;
+  std::deque<Token *> queued_;  // waiting for a staging slot, oldest first
   int staged_ = 0;
   OffloadStats stats_;
   double sync_copy_seconds_ = 0;

@@ -1,7 +1,8 @@
 // The one handle scheme of zerort: slots that hold a value, handles that name a slot and
 // the generation it had when the handle was made. HandleTable (runtime/handle_table.hpp),
-// ObjectTable (memory/object_table.hpp) and a pool's movable buffers (BufferId) are this
-// table with different policies and their own messages.
+// ObjectTable (memory/object_table.hpp), a pool's movable buffers (BufferId) and an
+// offload engine's tokens (memory/offload.hpp) are this table with different policies and
+// their own messages.
 //
 // A handle is 64 bits:
 //   [63 .. 64-TagBits]   tag: which table (or pool) made it; absent when TagBits is 0

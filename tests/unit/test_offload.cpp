@@ -236,6 +236,29 @@ TEST(Offload, BadTokensAndFullRingsAreClearErrors) {
   other.offload->discard(foreign);
 }
 
+TEST(Offload, ATokenOfAReusedSlotIsStaleAndOneNeverGivenOutIsForeign) {
+  Rig rig(MiB);
+  std::vector<unsigned char> a = tensor(KiB, 1), out(KiB);
+  uint64_t old = rig.offload->push(a.data(), a.size());
+  rig.offload->fetch(old, out.data());
+  uint64_t now = rig.offload->push(a.data(), a.size());
+  // The same slot (low 32 bits), its next generation (the 20 bits above), the same tag.
+  EXPECT_EQ(now & 0xffffffffu, old & 0xffffffffu);
+  EXPECT_EQ((now >> 32) & 0xfffff, ((old >> 32) & 0xfffff) + 1);
+  EXPECT_EQ(now >> 52, old >> 52);
+  EXPECT_TRUE(fails_with([&] { rig.offload->fetch(old, out.data()); }, ZRT_ERR_INVALID_HANDLE,
+                         "stale offload token: it was already fetched or discarded"));
+  const std::string foreign = "not a token of this offload engine";
+  uint64_t ahead = now + (uint64_t{1} << 32);  // a generation the slot has not reached
+  uint64_t no_generation = now & ~(uint64_t{0xfffff} << 32);
+  uint64_t past_the_slots = now + 1;
+  for (uint64_t forged : {ahead, no_generation, past_the_slots})
+    EXPECT_TRUE(fails_with([&] { rig.offload->wait(forged); }, ZRT_ERR_INVALID_HANDLE, foreign))
+        << std::hex << forged;
+  rig.offload->fetch(now, out.data());
+  EXPECT_EQ(out, a);
+}
+
 TEST(Offload, RingThatDoesNotFitInPinnedMemoryIsRefused) {
   PoolOptions p;
   p.name = "pinned";
