@@ -123,10 +123,13 @@ uint64_t Offload::push(const void *src, size_t bytes) {
   require_nonnull(src, "src");
   if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0: there is nothing to offload");
   std::lock_guard lock(mutex_);
-  std::string key = options_.ring_key.empty() ? "" : " (" + options_.ring_key + ")";
+  // Where the ring's size comes from, for the messages only (not built on the fast path).
+  auto key = [&] {
+    return options_.ring_key.empty() ? std::string() : " (" + options_.ring_key + ")";
+  };
   if (bytes > ring_.capacity())
     fail(ZRT_ERR_OUT_OF_MEMORY, "a tensor of {} does not fit in the offload ring of {}{}",
-         format_bytes(bytes), format_bytes(ring_.capacity()), key);
+         format_bytes(bytes), format_bytes(ring_.capacity()), key());
   // The token and its slot first: a failure after the copy is submitted would have to
   // undo it.
   if (!tokens_.prepare_insert())
@@ -139,7 +142,7 @@ uint64_t Offload::push(const void *src, size_t bytes) {
     fail(ZRT_ERR_OUT_OF_MEMORY,
          "the offload ring has no room for {}: {} of {}{} are held by {} token(s); fetch or "
          "discard tokens first, or make the ring larger",
-         format_bytes(bytes), format_bytes(ring_.used()), format_bytes(ring_.capacity()), key,
+         format_bytes(bytes), format_bytes(ring_.used()), format_bytes(ring_.capacity()), key(),
          ring_.entries());
   MemorySpace source = engine_->space_of(src);
   uint64_t ticket;
