@@ -2,7 +2,9 @@
 
 #include <atomic>
 
+#include "memory/cuda/cuda_device.hpp"
 #include "memory/cuda/cuda_memory.hpp"
+#include "memory/emulated/emulated_device.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/pinned_host_resource.hpp"
 #include "memory/thread_copy_engine.hpp"
@@ -87,10 +89,28 @@ std::unique_ptr<Resource> MemoryPart::make_resource(MemorySpace space) const {
       return std::make_unique<PinnedHostResource>(o);
     }
     case MemorySpace::Device:
-      if (auto r = make_cuda_device_resource(cuda_device(), &why)) return r;
+      if (Device *d = device(&why)) return d->make_resource();
       fail(ZRT_ERR_NOT_SUPPORTED, "memory space ZRT_MEMORY_DEVICE is not available: {}", why);
   }
   fail(ZRT_ERR_INTERNAL, "unknown memory space");
+}
+
+Device *MemoryPart::device(std::string *why) const {
+  std::lock_guard lock(mutex_);
+  if (!device_made_) {
+    device_made_ = true;
+    if (context_.config().get_bool("memory.device.emulate")) {
+      device_ = make_emulated_device();
+    } else {
+      device_ = make_cuda_device(cuda_device(), &device_missing_);
+      if (!device_)
+        device_missing_ +=
+            " (memory.device.emulate = true runs the device paths on an "
+            "emulated device)";
+    }
+  }
+  if (!device_ && why != nullptr) *why = device_missing_;
+  return device_.get();
 }
 
 std::unique_ptr<CopyEngine> MemoryPart::make_copy_engine() const {
@@ -126,7 +146,10 @@ PoolOptions MemoryPart::default_options(MemorySpace space) const {
         o.limit = physical_memory_bytes() / 2;
         break;
       case MemorySpace::Device:
-        o.limit = cuda_device_memory(cuda_device());
+        // The emulated device reserves address space only: half of the host's, as a GPU
+        // has less memory than its host.
+        o.limit = c.get_bool("memory.device.emulate") ? physical_memory_bytes() / 2
+                                                      : cuda_device_memory(cuda_device());
         if (o.limit == 0) o.limit = size_t{1} << 30;  // unused: no device, creation fails
         break;
     }
@@ -286,7 +309,14 @@ void MemoryPart::describe(nlohmann::json &out) const {
   nlohmann::json j = nlohmann::json::object();
   for (Pool *p : pools)
     j[p->name()] = p->describe();
-  out["memory"] = {{"pools", j},
+  std::string why;
+  Device *d = device(&why);
+  nlohmann::json device =
+      d != nullptr
+          ? nlohmann::json{{"kind", d->kind()}, {"index", d->index()}, {"describe", d->describe()}}
+          : nlohmann::json{{"missing", why}};
+  out["memory"] = {{"device", device},
+                   {"pools", j},
                    {"user_pools", user_pools},
                    {"offload", offload != nullptr ? offload->describe() : nlohmann::json()},
                    {"user_offload_engines", user_offloads}};

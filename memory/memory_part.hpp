@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "memory/copy_engine.hpp"
+#include "memory/device.hpp"
 #include "memory/object_table.hpp"
 #include "memory/offload.hpp"
 #include "memory/pool.hpp"
@@ -87,6 +88,10 @@ class MemoryPart final : public ContextPart {
   std::unique_ptr<Resource> make_resource(MemorySpace space) const;
   std::unique_ptr<CopyEngine> make_copy_engine() const;
   int cuda_device() const;
+  // The rank's device (memory/device.hpp), made on first use: the emulated one with
+  // memory.device.emulate, else its CUDA GPU. nullptr when there is none, with the reason
+  // in *why. Thread-safe; the device lives until zrt_finalize.
+  Device *device(std::string *why = nullptr) const;
 
  private:
   std::unique_ptr<PoolEntry> new_pool(MemorySpace space, const PoolOverrides &overrides,
@@ -95,8 +100,12 @@ class MemoryPart final : public ContextPart {
                                             bool context_owned);
 
   Context &context_;
+  // Made on first use (device()); destroyed after every pool and engine (declared first).
+  mutable std::unique_ptr<Device> device_;
   mutable std::mutex mutex_;
   std::array<std::unique_ptr<PoolEntry>, kMemorySpaces> pools_;
+  mutable bool device_made_ = false;
+  mutable std::string device_missing_;  // why device() is nullptr
   std::unique_ptr<OffloadEntry> offload_;
   std::vector<std::unique_ptr<PoolEntry>> user_pools_;
   std::vector<std::unique_ptr<OffloadEntry>> user_offloads_;

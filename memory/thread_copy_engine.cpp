@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/gpu/memory_kind.hpp"
+
 namespace zrt {
 
 ThreadCopyEngine::ThreadCopyEngine() : thread_([this] { run(); }) {}
@@ -39,6 +41,10 @@ void ThreadCopyEngine::wait(uint64_t ticket) {
 
 void ThreadCopyEngine::copy(void *dst, const void *src, size_t bytes) {
   std::memcpy(dst, src, bytes);
+}
+
+MemorySpace ThreadCopyEngine::space_of(const void *ptr) const {
+  return memory_kind(ptr) == MemoryKind::Device ? MemorySpace::Device : MemorySpace::Host;
 }
 
 double ThreadCopyEngine::busy_seconds() const {

@@ -24,7 +24,9 @@ class ThreadCopyEngine final : public CopyEngine {
   void wait(uint64_t ticket) override;
   void copy(void *dst, const void *src, size_t bytes) override;
   double busy_seconds() const override;
-  MemorySpace space_of(const void *) const override { return MemorySpace::Host; }
+  // Host memory, or the emulated device's (memory.device.emulate), which is host memory
+  // this engine copies like any other.
+  MemorySpace space_of(const void *ptr) const override;
 
  private:
   struct Task {

@@ -257,10 +257,15 @@ std::vector<ConfigKey> library_keys() {
       config_size("memory.pinned_host.segment_bytes", "2M", 4096, kMaxBytes,
                   "growth step of the pinned host pool (at least 64M with cudaHostAlloc)"),
       config_size("memory.device.limit", "0", 0, kMaxBytes,
-                  "most device memory the context's device pool may reserve; 0: the GPU's memory"),
+                  "most device memory the context's device pool may reserve; 0: the GPU's memory "
+                  "(emulated: half the node's)"),
       config_size("memory.device.segment_bytes", "64M", 4096, kMaxBytes,
                   "the device pool adds cudaMalloc segments of this size (or of the request, if "
                   "larger)"),
+      config_key("memory.device.emulate", ConfigType::Bool, "false",
+                 "an emulated device instead of the GPU: device memory is a separate host arena "
+                 "that zerort reaches only through its streams, so every device path runs on a "
+                 "machine without a GPU (for tests); never switched on by itself"),
       config_size("memory.alignment", "256", 64, int64_t{1} << 20,
                   "alignment of every pool allocation, a power of two; sizes round up to it"),
       config_size("memory.thread_cache_bytes", "32M", 0, kMaxBytes,

@@ -1,5 +1,7 @@
 #include "memory/cuda/cuda_memory.hpp"
 
+#include "memory/cuda/cuda_scope.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -13,26 +15,7 @@
 
 namespace zrt {
 
-namespace {
-
-// Makes `device` current for the scope and restores the caller's device after, so
-// zerort never changes which GPU the program's own CUDA calls go to.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    if (saved_ != device) cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (saved_ >= 0) cudaSetDevice(saved_);
-  }
-
- private:
-  int saved_ = -1;
-};
-
-// Why `device` cannot be used, or "" when it can. Clears CUDA's sticky error state.
-std::string unusable(int device) {
+std::string cuda_unusable(int device) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
@@ -44,6 +27,13 @@ std::string unusable(int device) {
            " visible)";
   return "";
 }
+
+void cuda_fail(zrt_status_t status, const char *call, cudaError_t err) {
+  cudaGetLastError();
+  fail(status, "{} failed: {}", call, cudaGetErrorString(err));
+}
+
+namespace {
 
 [[noreturn]] void cuda_fail(zrt_status_t status, const char *call, cudaError_t err, size_t bytes) {
   cudaGetLastError();
@@ -240,7 +230,7 @@ class CudaCopyEngine final : public CopyEngine {
 }  // namespace
 
 std::unique_ptr<Resource> make_cuda_device_resource(int device, std::string *why) {
-  std::string reason = unusable(device);
+  std::string reason = cuda_unusable(device);
   if (!reason.empty()) {
     if (why != nullptr) *why = reason;
     return nullptr;
@@ -249,7 +239,7 @@ std::unique_ptr<Resource> make_cuda_device_resource(int device, std::string *why
 }
 
 std::unique_ptr<Resource> make_cuda_pinned_resource(int device, std::string *why) {
-  std::string reason = unusable(device);
+  std::string reason = cuda_unusable(device);
   if (!reason.empty()) {
     if (why != nullptr) *why = reason;
     return nullptr;
@@ -258,7 +248,7 @@ std::unique_ptr<Resource> make_cuda_pinned_resource(int device, std::string *why
 }
 
 std::unique_ptr<CopyEngine> make_cuda_copy_engine(int device, std::string *why) {
-  std::string reason = unusable(device);
+  std::string reason = cuda_unusable(device);
   if (!reason.empty()) {
     if (why != nullptr) *why = reason;
     return nullptr;
@@ -267,7 +257,7 @@ std::unique_ptr<CopyEngine> make_cuda_copy_engine(int device, std::string *why) 
 }
 
 size_t cuda_device_memory(int device) {
-  if (!unusable(device).empty()) return 0;
+  if (!cuda_unusable(device).empty()) return 0;
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     cudaGetLastError();

@@ -1,14 +1,16 @@
 #include <cuda_runtime_api.h>
 
+#include "runtime/gpu/emulated_ranges.hpp"
 #include "runtime/gpu/memory_kind.hpp"
 
 namespace zrt {
 
 const char *memory_kind_name(MemoryKind kind) {
-  return kind == MemoryKind::Device ? "CUDA device memory" : "host memory";
+  return kind == MemoryKind::Device ? "device memory" : "host memory";
 }
 
 MemoryKind memory_kind(const void *pointer) noexcept {
+  if (in_emulated_device_range(pointer)) return MemoryKind::Device;
   // Without a usable device every pointer is a host pointer; asking the runtime each time
   // would only repeat its "no driver" error (and leave it sticky).
   static const bool have_device = [] {
