@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "memory/device.hpp"
 #include "zerort/defs.h"
 
 namespace zrt {
@@ -22,6 +23,9 @@ struct CollArgs {
   zrt_op_t op = ZRT_OP_SUM;
   int root = 0;
   uint64_t seq = 0;  // per-communicator sequence number, for messages
+  // Device buffers: the collective reads them only once this completes (an event of the
+  // stream that produced them); empty: they are ready now. Host backends ignore it.
+  Event ready;
 
   // "all_reduce #12 (4096 x fp32, sum)"
   std::string describe() const;

@@ -9,10 +9,13 @@
 #include "comm/hier/hier_backend.hpp"
 #include "comm/mpi/mpi_backend.hpp"
 #include "comm/shm/shm_backend.hpp"
+#include "comm/staged/staged_backend.hpp"
+#include "memory/memory_part.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/log.hpp"
+#include "runtime/mpi_error.hpp"
 #if ZRT_HAVE_UCX
 #include "comm/ucx/ucx_backend.hpp"
 #endif
@@ -30,6 +33,10 @@ std::unique_ptr<Backend> make_shm(const BackendGroup &group) {
   return std::make_unique<ShmBackend>(group);
 }
 
+std::unique_ptr<Backend> make_staged(const BackendGroup &group) {
+  return std::make_unique<StagedBackend>(group);
+}
+
 struct Entry {
   const char *name;
   Factory create;
@@ -43,6 +50,7 @@ const std::vector<Entry> &entries() {
     {"ucx", &make_ucx_backend},
 #endif
     {"hier", &make_hier_backend},
+    {"staged", &make_staged},
 #if ZRT_HAVE_NCCL
     {"nccl", &make_nccl_backend},
 #endif
@@ -78,6 +86,21 @@ std::unique_ptr<Backend> create_network_backend(const BackendGroup &group,
     }
   }
   return make_mpi_backend(group);
+}
+
+std::unique_ptr<Backend> create_host_backend(const BackendGroup &group) {
+  GroupNodes nodes = group_nodes(*group.context, group.comm);
+  if (nodes.nodes == 1 && nodes.shared_memory) {
+    std::unique_ptr<Backend> b;
+    run_agreed(group.comm, [&] { b = make_shm(group); });
+    return b;
+  }
+  if (nodes.ranks_per_node >= 2) {
+    std::unique_ptr<Backend> b;
+    run_agreed(group.comm, [&] { b = make_hier_backend(group); });
+    return b;
+  }
+  return create_network_backend(group, "auto");
 }
 
 BackendSet::~BackendSet() = default;
@@ -141,11 +164,41 @@ BackendSet::BackendSet(const BackendGroup &group, const std::string &requested)
     why_ = nodes.ranks_per_node == 1 ? fmt::format("{} nodes of one rank", nodes.nodes)
                                      : fmt::format("{} nodes of uneven rank counts", nodes.nodes);
   }
-  if (find("nccl") == nullptr) {
-    device_missing_ = "this build has no NCCL";
+  choose_device(group, create);
+}
+
+void BackendSet::choose_device(
+    const BackendGroup &group,
+    const std::function<int(const std::string &, bool, std::string *)> &create) {
+  // nccl where it serves: a CUDA device and one rank per GPU (NCCL refuses two ranks on
+  // one, and then fails to start on every rank: creation is agreed). Otherwise staged,
+  // which any device serves, the emulated one included. Every rank decides alike: the
+  // device's kind is agreed first.
+  std::string missing;
+  Device *device = group.context->part<MemoryPart>().device(&missing);
+  int kinds[2] = {device != nullptr && std::string(device->kind()) == "cuda" ? 1 : 0,
+                  device != nullptr ? 1 : 0};
+  int lowest[2] = {0, 0};
+  check_mpi(MPI_Allreduce(kinds, lowest, 2, MPI_INT, MPI_MIN, group.comm),
+            "MPI_Allreduce(device kinds)");
+  std::string nccl_missing;
+  if (lowest[0] == 1) {
+    if (find("nccl") == nullptr) {
+      nccl_missing = "this build has no NCCL";
+    } else {
+      device_ = create("nccl", true, &nccl_missing);
+      if (device_ >= 0) device_why_ = "nccl: a CUDA device and one rank per GPU";
+    }
   } else {
-    device_ = create("nccl", true, &device_missing_);
+    nccl_missing = lowest[1] == 1 ? "the device is emulated (memory.device.emulate)" : missing;
   }
+  if (device_ >= 0) return;
+  if (lowest[1] == 0) {
+    device_missing_ = device != nullptr ? "another rank has no device" : missing;
+    return;
+  }
+  device_ = create("staged", true, &device_missing_);
+  if (device_ >= 0) device_why_ = "staged through pinned host memory: " + nccl_missing;
 }
 
 Backend &BackendSet::choose(const CollArgs &a, MemoryKind memory, int *index) const {
@@ -194,7 +247,10 @@ void BackendSet::describe(nlohmann::json &out) const {
                                  : nlohmann::json(nullptr)},
          {"why", why_},
          {"created", created}};
-  if (device_ < 0) out["device_missing"] = device_missing_;
+  if (device_ < 0)
+    out["device_missing"] = device_missing_;
+  else
+    out["device_why"] = device_why_;
 }
 
 }  // namespace zrt

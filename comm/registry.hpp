@@ -1,7 +1,9 @@
 // The backend registry: which backends this build has, and which one serves a collective.
 //
 // "auto" (the default of comm.backend) chooses per collective, the same way on every rank:
-//   device memory          -> nccl (when built and a GPU is present)
+//   device memory          -> nccl when built and it starts (one rank per GPU) on a CUDA
+//                             device; staged (device -> pinned host -> the host backend
+//                             -> device) otherwise, and always on the emulated device
 //   host memory, one node  -> shm
 //   host memory, several nodes with more than one rank each
 //                          -> hier (shm inside each node, ucx or mpi between nodes), and
@@ -17,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,7 +53,10 @@ class BackendSet {
   int host_ = -1, host_small_ = -1, device_ = -1;
   size_t small_bytes_ = 0;
   std::string device_missing_;  // why no backend serves device memory
-  std::string why_;             // why auto chose as it did
+  std::string device_why_;      // why the one that does was chosen
+  void choose_device(const BackendGroup &group,
+                     const std::function<int(const std::string &, bool, std::string *)> &create);
+  std::string why_;  // why auto chose as it did
 };
 
 // Every backend this build has, in the order zrt-info lists them.
@@ -60,5 +66,9 @@ std::vector<std::string> backend_names();
 // (ucx when built). ucx that cannot start falls back to mpi with a warning. Collective.
 std::unique_ptr<Backend> create_network_backend(const BackendGroup &group,
                                                 const std::string &choice);
+
+// The backend "auto" chooses for large host buffers on this group (shm, hier, or ucx/mpi;
+// see the rule above), for a backend built on host collectives (comm/staged/). Collective.
+std::unique_ptr<Backend> create_host_backend(const BackendGroup &group);
 
 }  // namespace zrt

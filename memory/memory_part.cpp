@@ -96,7 +96,7 @@ std::unique_ptr<Resource> MemoryPart::make_resource(MemorySpace space) const {
 }
 
 Device *MemoryPart::device(std::string *why) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(device_mutex_);
   if (!device_made_) {
     device_made_ = true;
     if (context_.config().get_bool("memory.device.emulate")) {

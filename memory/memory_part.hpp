@@ -104,6 +104,7 @@ class MemoryPart final : public ContextPart {
   mutable std::unique_ptr<Device> device_;
   mutable std::mutex mutex_;
   std::array<std::unique_ptr<PoolEntry>, kMemorySpaces> pools_;
+  mutable std::mutex device_mutex_;  // device() is called with mutex_ held (new_pool)
   mutable bool device_made_ = false;
   mutable std::string device_missing_;  // why device() is nullptr
   std::unique_ptr<OffloadEntry> offload_;

@@ -196,10 +196,11 @@ std::vector<ConfigKey> library_keys() {
       config_int("ranks_per_node", 0, 0, 1 << 20,
                  "0: find nodes with MPI_COMM_TYPE_SHARED; n: treat each n consecutive ranks as "
                  "one node (to test multi-node code paths on one machine)"),
-      config_choice("comm.backend", "auto", {"auto", "mpi", "shm", "ucx", "hier", "nccl"},
+      config_choice("comm.backend", "auto", {"auto", "mpi", "shm", "ucx", "hier", "staged", "nccl"},
                     "backend of new communicators; auto chooses per collective: nccl for device "
-                    "memory, shm on one node, hier across nodes, mpi for small buffers across "
-                    "nodes (a backend this build lacks is an error at zrt_init)"),
+                    "memory with one rank per GPU, staged (through pinned host memory) for other "
+                    "device memory, shm on one node, hier across nodes, mpi for small buffers "
+                    "across nodes (a backend this build lacks is an error at zrt_init)"),
       config_size("comm.small_bytes", 65536, 0, INT64_MAX,
                   "auto: across nodes, collectives on fewer bytes than this go to mpi, whose "
                   "latency-bound algorithms win there"),
