@@ -1,5 +1,7 @@
 #include "comm/nccl/nccl_backend.hpp"
 
+#include "memory/cuda/cuda_device.hpp"
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -114,6 +116,13 @@ class NcclBackend final : public Backend {
   std::unique_ptr<BackendOp> start(const CollArgs &a) override {
     if (aborted_) fail(ZRT_ERR_BACKEND, "the NCCL communicator was aborted by the watchdog");
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    // The producer's work first: in stream order where it is a CUDA event, else the host
+    // waits for it.
+    if (void *ready = cuda_event_of(a.ready))
+      check_cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(ready), 0),
+                 "cudaStreamWaitEvent");
+    else
+      a.ready.synchronize();
     const int n = group_.size, me = group_.rank;
     const size_t es = dtype_size(a.dtype);
     const ncclDataType_t type = nccl_type(a.dtype);

@@ -170,6 +170,11 @@ class CudaDevice final : public Device {
 
 }  // namespace
 
+void *cuda_event_of(const Event &e) {
+  auto *cuda = dynamic_cast<CudaEvent *>(e.state());
+  return cuda != nullptr ? cuda->get() : nullptr;
+}
+
 std::unique_ptr<Device> make_cuda_device(int device, std::string *why) {
   std::string reason = cuda_unusable(device);
   if (!reason.empty()) {

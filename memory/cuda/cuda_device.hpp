@@ -12,4 +12,8 @@ namespace zrt {
 
 std::unique_ptr<Device> make_cuda_device(int device, std::string *why);
 
+// The cudaEvent_t behind e, or nullptr when e is empty or of another device kind (for the
+// nccl backend, which orders its own stream after a producer's event).
+void *cuda_event_of(const Event &e);
+
 }  // namespace zrt
