@@ -1,7 +1,5 @@
 #include "comm/nccl/nccl_backend.hpp"
 
-#include "memory/cuda/cuda_device.hpp"
-
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -10,6 +8,7 @@
 #include "comm/dtype.hpp"
 #include "comm/nccl/ordered_sum_kernel.hpp"
 #include "comm/partition.hpp"
+#include "memory/cuda/cuda_device.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
