@@ -3,7 +3,7 @@
 namespace zrt {
 
 int BufferSet::add(size_t bytes) {
-  buffers_.emplace_back(*pool_, bytes, Lifetime::Transient);
+  buffers_.emplace_back(*memory_, place_, bytes, Lifetime::Transient);
   free_.push_back(static_cast<int>(buffers_.size()) - 1);
   return free_.back();
 }
@@ -24,7 +24,7 @@ int BufferSet::take(size_t bytes) {
 
 size_t BufferSet::bytes() const {
   size_t total = 0;
-  for (const HostBuffer &b : buffers_)
+  for (const EngineBuffer &b : buffers_)
     total += b.size();
   return total;
 }

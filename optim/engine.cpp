@@ -9,6 +9,7 @@
 #include "optim/engine_part.hpp"
 #include "optim/param_allgather.hpp"
 #include "runtime/agree.hpp"
+#include "runtime/gpu/memory_kind.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
 
@@ -29,9 +30,19 @@ Engine::Engine(Context &context, const EngineSettings &settings)
   control_ = MpiComm::dup(context.comm());
   rank_ = comm_->rank();
   nranks_ = comm_->size();
+  bool on_device = settings.memory_space == EngineMemorySpace::Device;
+  if (settings.memory_space == EngineMemorySpace::Auto) {
+    // The same answer on every rank, or the ranks' collectives would mix host and device.
+    int have = context.part<MemoryPart>().device() != nullptr ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, control_),
+              "MPI_Allreduce(engine.memory_space = auto)");
+    on_device = have == 1;
+  }
+  memory_ = std::make_unique<EngineMemory>(context, on_device, settings.stream, *kernels_);
   scaler_ = LossScaler(settings.scaler);
-  log::debug("engine: stage {}, {}, {} kernels, {} optimizer thread(s)", settings.stage,
-             dtype_name(settings.dtype), kernels_->isa, threads_->size());
+  log::debug("engine: stage {}, {}, in {} memory, {} kernels, {} optimizer thread(s)",
+             settings.stage, dtype_name(settings.dtype), on_device ? "device" : "host",
+             on_device ? memory_->kernels().name() : kernels_->isa, threads_->size());
 }
 
 Engine::~Engine() {
@@ -40,6 +51,10 @@ Engine::~Engine() {
   optimizer_.reset();
   gatherer_.reset();
   reducer_.reset();
+  // The engine's stream may still touch the buffers: it finishes before they are freed.
+  if (memory_) memory_->synchronize();
+  state_ = ModelState();
+  memory_.reset();
   comm_.reset();
 }
 
@@ -68,13 +83,14 @@ void Engine::commit() {
   layout_ = Layout(params_.all(), std::max<size_t>(settings_.reduce_bucket_bytes / es, 1), nranks_);
   params_.place(layout_);
   run_agreed(control_, [&] {
-    Pool &host = context_.part<MemoryPart>().pool(MemorySpace::Host);
-    state_ = ModelState(host, stage_, layout_, settings_);
-    reducer_ = std::make_unique<GradientReducer>(*comm_, host, layout_, stage_, state_, settings_);
+    state_ = ModelState(*memory_, stage_, layout_, settings_);
+    reducer_ =
+        std::make_unique<GradientReducer>(*comm_, *memory_, layout_, stage_, state_, settings_);
     if (stage_.gather_on_use)
-      gatherer_ = std::make_unique<ParamGatherer>(*comm_, host, layout_, state_, settings_);
-    optimizer_ = std::make_unique<OptimizerStep>(settings_, *kernels_, *threads_, control_, layout_,
-                                                 stage_, state_, params_, rank_);
+      gatherer_ = std::make_unique<ParamGatherer>(*comm_, *memory_, layout_, state_, settings_);
+    optimizer_ = std::make_unique<OptimizerStep>(settings_, *kernels_, *threads_, control_,
+                                                 *memory_, layout_, stage_, state_, params_, rank_);
+    memory_->synchronize();  // the zeroed buffers, before the program writes any
   });
   committed_ = true;
   log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
@@ -97,6 +113,11 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
   require_committed("zrt_param_set");
   require_nonnull(values, "values");
   const ParamInfo &p = param(index);
+  if (memory_kind(values) == MemoryKind::Device)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "values of '{}' are device memory: zrt_param_set reads host memory (copy them to the "
+         "host first)",
+         p.name);
   if (dtype != ZRT_DTYPE_FP32 && dtype != settings_.dtype)
     fail(ZRT_ERR_INVALID_ARGUMENT, "values of '{}' must be fp32 or the compute dtype {}, not {}",
          p.name, dtype_name(settings_.dtype), dtype_name(dtype));
@@ -105,10 +126,17 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
 
   // Each buffer that holds the parameter gets the part of it this rank stores: all of it in
   // a full buffer, the intersection with its slice of each of the parameter's buckets in a
-  // shard.
-  auto store = [&](Extent extent, auto &&destination, zrt_dtype_t to) {
+  // shard. Device memory gets it converted on the host first, through the engine's stream.
+  std::vector<std::vector<char>> staged;
+  auto convert_to = [&](const char *from, void *dst, Place place, zrt_dtype_t to, size_t n) {
+    if (place != Place::Device) return convert_values(from, dtype, dst, to, n);
+    staged.emplace_back(n * dtype_size(to));
+    convert_values(from, dtype, staged.back().data(), to, n);
+    memory_->copy(dst, staged.back().data(), staged.back().size());
+  };
+  auto store = [&](Extent extent, auto &&destination, zrt_dtype_t to, Place place) {
     if (extent == Extent::Full) {
-      convert_values(src, dtype, destination(p.offset), to, p.numel);
+      convert_to(src, destination(p.offset), place, to, p.numel);
       return;
     }
     for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
@@ -116,15 +144,18 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
       size_t from = std::max(p.offset, mine.flat),
              to_end = std::min(p.offset + p.numel, mine.flat + mine.count);
       if (to_end <= from) continue;
-      convert_values(src + (from - p.offset) * vs, dtype,
-                     destination(mine.state + (from - mine.flat)), to, to_end - from);
+      convert_to(src + (from - p.offset) * vs, destination(mine.state + (from - mine.flat)), place,
+                 to, to_end - from);
     }
   };
   store(
-      stage_.params, [&](size_t at) { return state_.params(at); }, settings_.dtype);
-  if (settings_.mixed())
+      stage_.params, [&](size_t at) { return state_.params(at); }, settings_.dtype,
+      state_.params_place());
+  if (settings_.mixed() || state_.offload_to_host())
     store(
-        stage_.state, [&](size_t at) { return state_.weights(at); }, ZRT_DTYPE_FP32);
+        stage_.state, [&](size_t at) { return state_.weights(at); }, ZRT_DTYPE_FP32,
+        state_.state_place());
+  if (!staged.empty()) memory_->synchronize();  // the staged values, before they go
 }
 
 void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
@@ -135,11 +166,18 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
   });
   const ParamInfo &p = param(index);
   if (stage_.updates_everything) {
-    convert_values(state_.weights(p.offset), ZRT_DTYPE_FP32, values, dtype, p.numel);
+    const float *weights = state_.weights(p.offset);
+    std::vector<float> staged;
+    if (state_.state_place() == Place::Device) {
+      staged.resize(p.numel);
+      copy_state(staged.data(), weights, p.numel * sizeof(float));
+      weights = staged.data();
+    }
+    convert_values(weights, ZRT_DTYPE_FP32, values, dtype, p.numel);
     return;
   }
   // The fp32 weights live with the slice owners: gather the parameter's buckets.
-  std::vector<float> group = gather_param_weights(*comm_, layout_, state_, p);
+  std::vector<float> group = gather_param_weights(*comm_, *memory_, layout_, state_, p);
   const BucketInfo &g = layout_.bucket(p.bucket);
   convert_values(group.data() + (p.offset - g.group_offset), ZRT_DTYPE_FP32, values, dtype,
                  p.numel);
@@ -225,7 +263,7 @@ StepReport Engine::step(const std::function<void()> &check) {
     report.loss_scale = scaler_.scale();
     return report;
   }
-  reducer_->drain();
+  reducer_->finish();  // the reduced gradients are where the optimizer reads them
   if (gatherer_) {
     gatherer_->finish_prefetch();
     gatherer_->drop_all();
@@ -248,6 +286,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   if (settings_.gradient_clipping > 0 && norm > settings_.gradient_clipping)
     clip = settings_.gradient_clipping / (norm + 1e-6);
   optimizer_->run(static_cast<float>(unscale * clip), lr_, step_);
+  optimizer_->refresh_compute_copies(false);
   refresh_params();
 
   reducer_->end_accumulation();
@@ -262,9 +301,14 @@ StepReport Engine::step(const std::function<void()> &check) {
 
 void Engine::refresh_params() {
   if (stage_.gather_after_step)
-    all_gather_updated_params(*comm_, layout_, state_, settings_.dtype,
+    all_gather_updated_params(*comm_, *memory_, layout_, state_, settings_.dtype,
                               settings_.allgather_bucket_bytes);
   if (gatherer_) gatherer_->drop_all();
+}
+
+void Engine::copy_state(void *dst, const void *src, size_t bytes) {
+  memory_->copy(dst, src, bytes);
+  memory_->synchronize();
 }
 
 // --- checkpoints -------------------------------------------------------------------------
@@ -289,11 +333,7 @@ void Engine::require_between_steps(const char *what) const {
 
 void Engine::finish_load(int64_t step, const LossScaler::State &scaler) {
   require_committed("zrt_checkpoint_load");
-  if (settings_.mixed())
-    for (const OwnedRange &o : optimizer_->owned()) {
-      OptimRange r = state_.range(o);
-      kernels_->convert(r.weights, r.copy, settings_.dtype, r.count);
-    }
+  optimizer_->refresh_compute_copies(true);
   refresh_params();
   reducer_->end_accumulation();
   step_ = step;
@@ -310,8 +350,12 @@ MemoryReport Engine::memory() const {
   r.gradients = static_cast<int64_t>(state_.grads_bytes());
   r.master_weights = static_cast<int64_t>(state_.master_bytes());
   r.optimizer_state = static_cast<int64_t>(state_.moments_bytes());
-  r.buckets =
-      static_cast<int64_t>(reducer_->buffer_bytes() + (gatherer_ ? gatherer_->buffer_bytes() : 0));
+  const size_t buckets = reducer_->buffer_bytes() + (gatherer_ ? gatherer_->buffer_bytes() : 0);
+  r.buckets = static_cast<int64_t>(buckets);
+  // Buckets and gathered groups live where the parameters do.
+  const bool device = memory_->on_device();
+  r.device_bytes = static_cast<int64_t>(state_.device_bytes() + (device ? buckets : 0));
+  r.host_bytes = static_cast<int64_t>(state_.host_bytes() + (device ? 0 : buckets));
   if (gatherer_) {
     r.gather_fetches = gatherer_->fetches();
     r.gather_evictions = gatherer_->evictions();

@@ -6,6 +6,7 @@
 //   param_registry    registered parameters, checked across ranks at commit
 //   layout            the flat buffer, its buckets and every rank's slices
 //   stage_layout      where each buffer lives at each stage (the storage table, as code)
+//   engine_memory     host or device: the pools, and the engine's stream on the device
 //   model_state       this rank's parameters, master weights, moments and gradients
 //   gradient_reducer  gradient buffers, readiness, bucket reductions, accumulation
 //   param_gatherer    stage 3: gather cache, prefetch, LRU eviction
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "optim/engine_memory.hpp"
 #include "optim/engine_settings.hpp"
 #include "optim/gradient_reducer.hpp"
 #include "optim/kernels/kernels.hpp"
@@ -56,6 +58,7 @@ struct MemoryReport {
     return parameters + gradients + master_weights + optimizer_state + buckets;
   }
   uint64_t gather_fetches = 0, gather_evictions = 0;
+  int64_t device_bytes = 0, host_bytes = 0;  // of total
 };
 
 class Engine {
@@ -90,6 +93,8 @@ class Engine {
   void gather(int index);  // collective (stage 3)
   void release(int index);
   void set_lr(double lr);
+  void set_stream(void *stream) { memory_->set_program_stream(stream); }
+  bool on_device() const { return memory_->on_device(); }
   // Overrides the engine's weight decay for one parameter (biases, norms: often 0).
   void set_weight_decay(int index, double weight_decay);
   double loss_scale() const { return scaler_.scale(); }
@@ -113,6 +118,10 @@ class Engine {
   int nranks() const { return nranks_; }
   int64_t step_count() const { return step_; }
   double lr() const { return lr_; }
+  // Where the master weights and moments of state_pieces() live; copy_state moves bytes
+  // between them and host memory, and returns when they have arrived.
+  Place state_place() const { return state_.state_place(); }
+  void copy_state(void *dst, const void *src, size_t bytes);
   bool has_m() const { return state_.has_m(); }
   bool has_v() const { return state_.has_v(); }
   const LossScaler &scaler() const { return scaler_; }
@@ -136,6 +145,7 @@ class Engine {
   int rank_ = 0, nranks_ = 1;
   const KernelTable *kernels_ = nullptr;
   ThreadPool *threads_ = nullptr;  // the context's (EnginePart)
+  std::unique_ptr<EngineMemory> memory_;
   LossScaler scaler_;
 
   ParamRegistry params_;

@@ -77,6 +77,11 @@ const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{
            o.gather_fetches = r.gather_fetches;
            o.gather_evictions = r.gather_evictions;
          }},
+        {ZRT_MEMORY_REPORT_FIELD_PLACEMENT, "device_bytes, host_bytes",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.device_bytes = r.device_bytes;
+           o.host_bytes = r.host_bytes;
+         }},
     }};
 
 Engine &engine_from(zrt_engine_h h) {
@@ -247,6 +252,13 @@ ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr) {
   return abi_call("zrt_engine_set_lr", [&] {
     engine_from(engine).set_lr(lr);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_set_stream(zrt_engine_h engine, void *stream) {
+  return abi_call("zrt_engine_set_stream", [&] {
+    engine_from(engine).set_stream(stream);
     return ZRT_SUCCESS;
   });
 }

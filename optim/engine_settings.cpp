@@ -14,10 +14,29 @@ namespace {
 using Params = zrt_engine_params_t;
 
 // Fields that are no configuration key of their own: bucket sizes are bytes in the params
-// struct but elements in the file (DeepSpeed's unit), converted once the dtype is known.
-struct BucketBytes {
+// struct but elements in the file (DeepSpeed's unit), converted once the dtype is known;
+// the stream is a pointer.
+struct NotKeys {
   std::optional<size_t> reduce, allgather;
+  void *stream = nullptr;
 };
+
+std::string memory_space_text(const Params &p) {
+  switch (p.memory_space) {
+    case ZRT_ENGINE_MEMORY_HOST:
+      return "host";
+    case ZRT_ENGINE_MEMORY_DEVICE:
+      return "device";
+    case ZRT_ENGINE_MEMORY_AUTO:
+      return "auto";
+    default:
+      break;
+  }
+  fail(ZRT_ERR_INVALID_ARGUMENT,
+       "params->memory_space is {}: accepted values are ZRT_ENGINE_MEMORY_HOST, "
+       "ZRT_ENGINE_MEMORY_DEVICE, ZRT_ENGINE_MEMORY_AUTO",
+       static_cast<int>(p.memory_space));
+}
 
 std::string stage_text(const Params &p) {
   if (p.stage < 0 || p.stage > 3)
@@ -25,8 +44,7 @@ std::string stage_text(const Params &p) {
   return std::to_string(p.stage);
 }
 
-void set_compute_dtype(const Params &p, std::map<std::string, std::string> &settings,
-                       BucketBytes &) {
+void set_compute_dtype(const Params &p, std::map<std::string, std::string> &settings, NotKeys &) {
   zrt_dtype_t d = p.compute_dtype;
   if (d != ZRT_DTYPE_FP32 && d != ZRT_DTYPE_BF16 && d != ZRT_DTYPE_FP16)
     fail(ZRT_ERR_NOT_SUPPORTED,
@@ -37,7 +55,7 @@ void set_compute_dtype(const Params &p, std::map<std::string, std::string> &sett
   settings["bf16.enabled"] = d == ZRT_DTYPE_BF16 ? "true" : "false";
 }
 
-const ParamTable<Params, BucketBytes> kTable{
+const ParamTable<Params, NotKeys> kTable{
     "zrt_engine_params_field",
     "params",
     {
@@ -60,12 +78,12 @@ const ParamTable<Params, BucketBytes> kTable{
          flag_text<&Params::nesterov>},
         {ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES, "reduce_bucket_bytes",
          "zero_optimization.reduce_bucket_size", nullptr,
-         [](const Params &p, std::map<std::string, std::string> &, BucketBytes &b) {
+         [](const Params &p, std::map<std::string, std::string> &, NotKeys &b) {
            b.reduce = p.reduce_bucket_bytes;
          }},
         {ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES, "allgather_bucket_bytes",
          "zero_optimization.allgather_bucket_size", nullptr,
-         [](const Params &p, std::map<std::string, std::string> &, BucketBytes &b) {
+         [](const Params &p, std::map<std::string, std::string> &, NotKeys &b) {
            b.allgather = p.allgather_bucket_bytes;
          }},
         {ZRT_ENGINE_PARAM_FIELD_OVERLAP, "overlap", "zero_optimization.overlap_comm",
@@ -91,6 +109,12 @@ const ParamTable<Params, BucketBytes> kTable{
          number_text<&Params::min_loss_scale>},
         {ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS, "max_live_parameters",
          "zero_optimization.stage3_max_live_parameters", number_text<&Params::max_live_parameters>},
+        {ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE, "memory_space", "engine.memory_space",
+         memory_space_text},
+        {ZRT_ENGINE_PARAM_FIELD_STREAM, "stream", nullptr, nullptr,
+         [](const Params &p, std::map<std::string, std::string> &, NotKeys &b) {
+           b.stream = p.stream;
+         }},
     }};
 
 // A bucket size from the params struct, in bytes, unless the environment set the key.
@@ -126,7 +150,7 @@ const char *optimizer_name(zrt_optimizer_t o) {
 
 EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
   std::map<std::string, std::string> set;
-  BucketBytes buckets;
+  NotKeys buckets;
   kTable.read(p, set, buckets);
 
   Config c = context.config().with_params(set);
@@ -161,6 +185,11 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   s.gradient_clipping = c.get_double("gradient_clipping");
   s.accumulation_steps = static_cast<int>(c.get_int("gradient_accumulation_steps"));
   s.deterministic = c.get_bool("zero.deterministic");
+  const std::string &space = c.get_string("engine.memory_space");
+  s.memory_space = space == "device" ? EngineMemorySpace::Device
+                   : space == "auto" ? EngineMemorySpace::Auto
+                                     : EngineMemorySpace::Host;
+  s.stream = buckets.stream;
   s.max_live_elements =
       static_cast<size_t>(c.get_int("zero_optimization.stage3_max_live_parameters"));
 

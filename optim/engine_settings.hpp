@@ -11,8 +11,12 @@
 
 namespace zrt {
 
+enum class EngineMemorySpace { Host, Device, Auto };
+
 struct EngineSettings {
   int stage = 2;
+  EngineMemorySpace memory_space = EngineMemorySpace::Host;
+  void *stream = nullptr;  // the program's (a cudaStream_t), with a device engine
   zrt_dtype_t dtype = ZRT_DTYPE_FP32;
   zrt_optimizer_t optimizer = ZRT_OPTIMIZER_ADAMW;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, momentum = 0;

@@ -1,7 +1,6 @@
 #include "optim/gradient_reducer.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 
 #include "comm/dtype.hpp"
@@ -9,10 +8,11 @@
 
 namespace zrt {
 
-GradientReducer::GradientReducer(Communicator &comm, Pool &pool, const Layout &layout,
+GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                  const StageLayout &stage, ModelState &state,
                                  const EngineSettings &settings)
     : comm_(comm),
+      memory_(memory),
       layout_(layout),
       stage_(stage),
       state_(state),
@@ -21,8 +21,10 @@ GradientReducer::GradientReducer(Communicator &comm, Pool &pool, const Layout &l
       overlap_(settings.overlap),
       accumulation_steps_(settings.accumulation_steps),
       rank_(comm.rank()),
-      buckets_(pool),
-      landing_(pool) {
+      to_host_(state.offload_to_host()) {
+  const Place near = memory.on_device() ? Place::Device : Place::Host;
+  buckets_ = BufferSet(memory, near);
+  landing_ = BufferSet(memory, near);
   const auto &buckets = layout.buckets();
   // Bucket buffers: two for buckets of whole parameters (backward writes one while the
   // other is reduced), as large as the two largest such buckets, and one for the largest
@@ -38,12 +40,15 @@ GradientReducer::GradientReducer(Communicator &comm, Pool &pool, const Layout &l
       buckets_.add(n * esize_);
   }
   // Landing slices: stage 1's reduce-scatter always lands in one; stages 2-3 land in the
-  // shard directly on the first micro-step and need them only to accumulate.
+  // shard directly on the first micro-step and need them only to accumulate, or always
+  // when the shard is on the host.
   landing_bytes_ = layout.max_bucket() / static_cast<size_t>(layout.nranks()) * esize_;
   if (stage.reduction == Reduction::ReduceScatterToSlice ||
-      (stage.reduction == Reduction::ReduceScatterBuckets && accumulation_steps_ > 1))
+      (stage.reduction == Reduction::ReduceScatterBuckets && (accumulation_steps_ > 1 || to_host_)))
     for (int i = 0; i < 2; ++i)
       landing_.add(landing_bytes_);
+  if (to_host_ && accumulation_steps_ > 1)
+    host_landing_ = EngineBuffer(memory, Place::Pinned, landing_bytes_, Lifetime::Transient);
   buffer_of_.assign(buckets.size(), -1);
   ready_.assign(layout.params().size(), 0);
   bucket_ready_.assign(buckets.size(), 0);
@@ -51,7 +56,7 @@ GradientReducer::GradientReducer(Communicator &comm, Pool &pool, const Layout &l
 
 GradientReducer::~GradientReducer() {
   try {
-    drain();
+    finish();
   } catch (...) {
     // Already reported to the caller of the operation that failed.
   }
@@ -84,7 +89,8 @@ char *GradientReducer::group_buffer(int bucket) {
         log::debug("engine: gradient bucket buffer #{} added", buckets_.count());
       }
     }
-    std::memset(buckets_.data(slot), 0, bytes);
+    memory_.zero(buckets_.place(), buckets_.data(slot), bytes);
+    memory_.program_waits();  // the program adds its gradients into the zeros
   }
   return buckets_.data(slot);
 }
@@ -143,7 +149,7 @@ void GradientReducer::post_bucket(int bucket) {
     case Reduction::ReduceScatterBuckets:
       a.kind = CollKind::ReduceScatter;
       a.send = group_buffer(bucket) + (b.offset - b.group_offset) * esize_;
-      if (micro_ == 0) {
+      if (micro_ == 0 && !to_host_) {
         a.recv = state_.grads(b.shard_offset);  // the first micro-step writes directly
       } else {
         pending.landing = take_landing();
@@ -151,10 +157,42 @@ void GradientReducer::post_bucket(int bucket) {
       }
       break;
   }
+  // The gradients the program wrote, and whatever the engine's stream still does to the
+  // buffers (zeroing, the previous use of a landing slice), come first.
+  a.ready = memory_.ready();
   pending.request = post_owned(comm_, a);
   in_flight_.push_back(std::move(pending));
   // Without overlap every reduction completes before backward continues.
   if (!overlap_) drain();
+}
+
+void GradientReducer::land(const BucketInfo &b, int landing) {
+  const size_t bytes = b.slice * esize_;
+  switch (stage_.reduction) {
+    case Reduction::AllReduce:
+      return;
+    case Reduction::ReduceScatterToSlice:
+      memory_.copy(to_host_ ? state_.host_grads(b.shard_offset)
+                            : state_.grads(layout_.slice_begin(b, rank_)),
+                   landing_.data(landing), bytes);
+      return;
+    case Reduction::ReduceScatterBuckets:
+      if (landing < 0) return;  // it landed in the shard itself
+      if (to_host_ && micro_ == 0) {
+        // Overlapped with the rest of backward: the copy runs on the engine's stream.
+        memory_.copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
+      } else if (to_host_) {
+        memory_.copy(host_landing_.bytes(), landing_.data(landing), bytes);
+        memory_.synchronize();
+        accumulate(state_.host_grads(b.shard_offset), host_landing_.bytes(), b.slice, dtype_);
+      } else if (memory_.on_device()) {
+        memory_.kernels().accumulate(memory_.stream(), state_.grads(b.shard_offset),
+                                     landing_.data(landing), b.slice, dtype_);
+      } else {
+        accumulate(state_.grads(b.shard_offset), landing_.data(landing), b.slice, dtype_);
+      }
+      return;
+  }
 }
 
 void GradientReducer::complete_oldest() {
@@ -162,30 +200,26 @@ void GradientReducer::complete_oldest() {
   in_flight_.pop_front();
   p.request->wait();
   const BucketInfo &b = layout_.bucket(p.bucket);
-  switch (stage_.reduction) {
-    case Reduction::AllReduce:
-      break;
-    case Reduction::ReduceScatterToSlice:
-      std::memcpy(state_.grads(layout_.slice_begin(b, rank_)), landing_.data(p.landing),
-                  b.slice * esize_);
-      break;
-    case Reduction::ReduceScatterBuckets:
-      if (p.landing >= 0)
-        accumulate(state_.grads(b.shard_offset), landing_.data(p.landing), b.slice, dtype_);
-      // Buckets complete in order: the group's last one frees its buffer.
-      if (b.index == b.group + b.group_buckets - 1) {
-        int &slot = buffer_of_[static_cast<size_t>(b.group)];
-        buckets_.give_back(slot);
-        slot = -1;
-      }
-      break;
+  land(b, p.landing);
+  // Buckets complete in order: the group's last one frees its buffer.
+  if (stage_.reduction == Reduction::ReduceScatterBuckets &&
+      b.index == b.group + b.group_buckets - 1) {
+    int &slot = buffer_of_[static_cast<size_t>(b.group)];
+    buckets_.give_back(slot);
+    slot = -1;
   }
+  // A later reduction into it waits for what the stream does with it now (ready()).
   if (p.landing >= 0) landing_.give_back(p.landing);
 }
 
 void GradientReducer::drain() {
   while (!in_flight_.empty())
     complete_oldest();
+}
+
+void GradientReducer::finish() {
+  drain();
+  memory_.synchronize();
 }
 
 int GradientReducer::first_not_ready() const {
@@ -215,7 +249,10 @@ void GradientReducer::next_micro_step() {
 }
 
 void GradientReducer::end_accumulation() {
-  state_.zero_grads();
+  // Host buffers the stream may still copy into or out of are zeroed after it.
+  memory_.synchronize();
+  state_.zero_grads(memory_);
+  memory_.program_waits();  // the program writes the next gradients into the zeros
   micro_ = 0;
   reset_readiness();
 }

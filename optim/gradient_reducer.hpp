@@ -14,7 +14,15 @@
 //    gradient on the first micro-step, or into a landing slice that is added to it on later
 //    ones; the group's buffer is free again once its last bucket is reduced.
 //
-// Reductions overlap backward (overlap on) and complete in order. Not thread-safe.
+// Reductions overlap backward (overlap on) and complete in order. On the device every
+// buffer here is device memory, touched through the engine's stream (engine_memory.hpp):
+// a bucket buffer is zeroed on the stream and handed to the program after it, and a
+// reduction waits for the program's work so far (its gradients) before it reads. With
+// ZeRO-Offload on the device, each bucket's reduced slice lands in a device landing slice
+// and goes to the host shard of the gradient as soon as the reduction completes (added
+// there on later micro-steps), while backward goes on.
+//
+// Not thread-safe.
 #pragma once
 
 #include <deque>
@@ -28,8 +36,8 @@ namespace zrt {
 
 class GradientReducer {
  public:
-  GradientReducer(Communicator &comm, Pool &pool, const Layout &layout, const StageLayout &stage,
-                  ModelState &state, const EngineSettings &settings);
+  GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
+                  const StageLayout &stage, ModelState &state, const EngineSettings &settings);
   ~GradientReducer();  // waits for the reductions in flight, which use the buffers
   GradientReducer(const GradientReducer &) = delete;
   GradientReducer &operator=(const GradientReducer &) = delete;
@@ -61,6 +69,9 @@ class GradientReducer {
   void next_micro_step();
   // The accumulation is over (applied or skipped): zero the gradients, back to micro-step 0.
   void end_accumulation();
+  // Waits for the reductions in flight and for their results' way to the host (ZeRO-Offload):
+  // the gradients are then where the optimizer reads them.
+  void finish();
   // Between optimizer steps: no micro-step begun, nothing ready, nothing in flight.
   bool idle() const;
 
@@ -80,7 +91,12 @@ class GradientReducer {
   void complete_oldest();
   void reset_readiness();
 
+  // Where a completed reduction's slice goes: into the gradient in place, added to it, or
+  // to the host shard (ZeRO-Offload).
+  void land(const BucketInfo &b, int landing);
+
   Communicator &comm_;
+  EngineMemory &memory_;
   const Layout &layout_;
   const StageLayout stage_;
   ModelState &state_;
@@ -94,6 +110,8 @@ class GradientReducer {
   std::vector<int> buffer_of_;  // group -> bucket buffer, -1 if none
   BufferSet landing_;           // slice-sized landing buffers
   size_t landing_bytes_ = 0;
+  const bool to_host_;         // ZeRO-Offload on the device
+  EngineBuffer host_landing_;  // to_host_: where a later micro-step's slice is added from
 
   std::vector<char> ready_;        // per parameter, this micro-step
   std::vector<int> bucket_ready_;  // ready parameters per bucket

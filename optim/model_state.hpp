@@ -1,14 +1,23 @@
-// This rank's model states: the buffers the stage layout names (stage_layout.hpp), taken
-// from the context's host pool, and the typed views of them that the optimizer, the
-// gradient reducer and the parameter gathers use. Parameters, master weights, moments and
-// the gradient buffer are long-lived and raw: their addresses reach the program
-// (zrt_param_data, zrt_grad_data) and MPI.
+// This rank's model states: the buffers the stage layout names (stage_layout.hpp), in the
+// places the engine's memory gives them (engine_memory.hpp), and the typed views of them
+// that the optimizer, the gradient reducer and the parameter gathers use.
+//
+//                      host engine     device engine     device engine, ZeRO-Offload
+//   parameters         host            device            device
+//   master, moments    host (pinned    device            pinned host
+//                      with offload)
+//   gradients          host            device            stages 0-1: device (full), and
+//                                                        a pinned host shard; 2-3: only
+//                                                        the pinned host shard
+// With ZeRO-Offload on the device the optimizer runs on the host, so it keeps fp32 weights
+// there even when the compute dtype is fp32 (the master weights are then a copy of the
+// parameters' shard), and the reduced gradients travel to the host shard bucket by bucket.
 #pragma once
 
 #include <cstddef>
 
+#include "optim/engine_memory.hpp"
 #include "optim/engine_settings.hpp"
-#include "optim/host_buffer.hpp"
 #include "optim/kernels/kernels.hpp"
 #include "optim/stage_layout.hpp"
 
@@ -19,37 +28,55 @@ class ModelState {
   ModelState() = default;
   // Zeroed buffers for every model state the stage holds. Throws Error (out of memory, with
   // the pool's stats). Local.
-  ModelState(Pool &pool, const StageLayout &stage, const Layout &layout,
+  ModelState(EngineMemory &memory, const StageLayout &stage, const Layout &layout,
              const EngineSettings &settings);
 
   // Compute-dtype parameters; element is an index in a buffer of the parameters' extent.
   char *params(size_t element) const { return params_.bytes() + element * esize_; }
-  // Compute-dtype gradients, by index in a buffer of the gradients' extent.
+  // Compute-dtype gradients, by index in a buffer of the gradients' extent (none on an
+  // offloaded device engine at stages 2-3).
   char *grads(size_t element) const { return grads_.bytes() + element * esize_; }
-  // The fp32 weights the optimizer updates (the master weights, or the parameters when they
-  // are fp32), by index in a buffer of their extent.
+  // The host shard of the gradient (offload_to_host()), by index in the shard.
+  char *host_grads(size_t element) const { return host_grads_.bytes() + element * esize_; }
+  // The fp32 weights the optimizer updates (the master weights, or the parameters when
+  // they are fp32 and stay where the optimizer runs), by index in a buffer of their extent.
   float *weights(size_t element) const {
-    return (mixed_ ? master_.data<float>() : params_.data<float>()) + element;
+    return (separate_weights_ ? master_.data<float>() : params_.data<float>()) + element;
   }
-  Extent weights_extent() const { return stage_.weights(mixed_); }
+  Extent weights_extent() const { return separate_weights_ ? stage_.state : stage_.params; }
 
   // Everything the optimizer kernels need for one owned range.
   OptimRange range(const OwnedRange &o) const;
   bool has_m() const { return !m_.empty(); }
   bool has_v() const { return !v_.empty(); }
-  void zero_grads() { grads_.zero(); }
+  // Where each kind lives.
+  Place params_place() const { return params_.place(); }
+  Place state_place() const { return state_place_; }
+  // ZeRO-Offload on the device: the optimizer runs on the host over host_grads, and the
+  // parameters it updates are copied back (its compute copies are not written in place).
+  bool offload_to_host() const { return offload_device_; }
+  bool has_device_grads() const { return !grads_.empty(); }
+
+  // Zeroes every gradient buffer (in the engine's stream order on the device).
+  void zero_grads(EngineMemory &memory);
 
   size_t params_bytes() const { return params_.size(); }
-  size_t grads_bytes() const { return grads_.size(); }
+  size_t grads_bytes() const { return grads_.size() + host_grads_.size(); }
   size_t master_bytes() const { return master_.size(); }
   size_t moments_bytes() const { return m_.size() + v_.size(); }
+  // Bytes of every model state in device memory, and in host memory.
+  size_t device_bytes() const;
+  size_t host_bytes() const;
 
  private:
   StageLayout stage_;
   zrt_dtype_t dtype_ = ZRT_DTYPE_FP32;
   size_t esize_ = 4;
   bool mixed_ = false;
-  HostBuffer params_, master_, m_, v_, grads_;
+  bool separate_weights_ = false;
+  bool offload_device_ = false;
+  Place state_place_ = Place::Host;
+  EngineBuffer params_, master_, m_, v_, grads_, host_grads_;
 };
 
 }  // namespace zrt

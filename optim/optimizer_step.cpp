@@ -9,13 +9,15 @@
 namespace zrt {
 
 OptimizerStep::OptimizerStep(const EngineSettings &settings, const KernelTable &kernels,
-                             ThreadPool &threads, MPI_Comm control, const Layout &layout,
-                             const StageLayout &stage, ModelState &state,
+                             ThreadPool &threads, MPI_Comm control, EngineMemory &memory,
+                             const Layout &layout, const StageLayout &stage, ModelState &state,
                              const ParamRegistry &params, int rank)
     : settings_(settings),
       kernels_(kernels),
       threads_(threads),
       control_(control),
+      memory_(memory),
+      on_device_(memory.on_device() && !state.offload_to_host()),
       layout_(layout),
       stage_(stage),
       state_(state),
@@ -27,11 +29,19 @@ OptimizerStep::OptimizerStep(const EngineSettings &settings, const KernelTable &
 
 bool OptimizerStep::overflow() const {
   int local = 0;
-  for (const OwnedRange &o : owned_) {
-    OptimRange r = state_.range(o);
-    if (kernels_.non_finite(r.grads, r.grad_dtype, r.count)) {
-      local = 1;
-      break;
+  if (on_device_) {
+    for (const OwnedRange &o : owned_) {
+      OptimRange r = state_.range(o);
+      memory_.kernels().non_finite(memory_.stream(), r.grads, r.grad_dtype, r.count, &local);
+    }
+    memory_.synchronize();
+  } else {
+    for (const OwnedRange &o : owned_) {
+      OptimRange r = state_.range(o);
+      if (kernels_.non_finite(r.grads, r.grad_dtype, r.count)) {
+        local = 1;
+        break;
+      }
     }
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_INT, MPI_MAX, control_),
@@ -53,21 +63,30 @@ double OptimizerStep::grad_norm_squared() const {
   // bucket in rank order. Stage 0 computes every partial, the others theirs and gather.
   const size_t nb = layout_.buckets().size(), n = static_cast<size_t>(nranks_);
   std::vector<double> partial(nb * n, 0.0);
-  for (const OwnedRange &o : owned_) {
-    OptimRange r = state_.range(o);
+  std::vector<std::vector<double>> block_sums(owned_.size());
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    OptimRange r = state_.range(owned_[i]);
     const size_t blocks = (r.count + kNormBlock - 1) / kNormBlock;
-    std::vector<double> block_sums(blocks, 0.0);
+    block_sums[i].assign(blocks, 0.0);
+    if (on_device_) {
+      memory_.kernels().block_sum_squares(memory_.stream(), r.grads, r.grad_dtype, r.count,
+                                          block_sums[i].data());
+      continue;
+    }
     threads_.parallel_for(blocks, 1, [&](size_t begin, size_t end) {
       for (size_t k = begin; k < end; ++k) {
         size_t first = k * kNormBlock, count = std::min(kNormBlock, r.count - first);
-        block_sums[k] = kernels_.sum_squares(static_cast<const char *>(r.grads) + first * esize_,
-                                             r.grad_dtype, count);
+        block_sums[i][k] = kernels_.sum_squares(static_cast<const char *>(r.grads) + first * esize_,
+                                                r.grad_dtype, count);
       }
     });
+  }
+  if (on_device_) memory_.synchronize();
+  for (size_t i = 0; i < owned_.size(); ++i) {
     double sum = 0;
-    for (double s : block_sums)
+    for (double s : block_sums[i])
       sum += s;
-    partial[static_cast<size_t>(o.bucket) * n + static_cast<size_t>(o.owner)] = sum;
+    partial[static_cast<size_t>(owned_[i].bucket) * n + static_cast<size_t>(owned_[i].owner)] = sum;
   }
   if (!stage_.updates_everything) {
     std::vector<double> mine(nb);
@@ -143,6 +162,17 @@ void OptimizerStep::for_each_range(
   });
 }
 
+void OptimizerStep::for_each_range_on_device(
+    const std::function<void(int, const OptimRange &)> &kernel) const {
+  if (!params_.custom_decay()) {
+    for (const OwnedRange &o : owned_)
+      kernel(-1, state_.range(o));
+    return;
+  }
+  for (const Piece &p : param_pieces())
+    kernel(p.param, p.range);
+}
+
 void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   const double t = static_cast<double>(step + 1);
   auto decay_of = [&](int param) {
@@ -155,11 +185,18 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
     base.momentum = static_cast<float>(settings_.momentum);
     base.nesterov = settings_.nesterov;
     base.grad_scale = grad_scale;
-    for_each_range([&](int param, const OptimRange &r) {
+    auto sgd = [&](int param, const OptimRange &r) {
       SgdStep s = base;
       s.weight_decay = static_cast<float>(decay_of(param));
-      kernels_.sgd(s, r);
-    });
+      if (on_device_)
+        memory_.kernels().sgd(memory_.stream(), s, r);
+      else
+        kernels_.sgd(s, r);
+    };
+    if (on_device_)
+      for_each_range_on_device(sgd);
+    else
+      for_each_range(sgd);
     return;
   }
   AdamStep base;
@@ -174,16 +211,96 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   base.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
   base.grad_scale = grad_scale;
   if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
-    run_lamb(base, lr);
+    if (on_device_)
+      run_lamb_on_device(base, lr);
+    else
+      run_lamb(base, lr);
     return;
   }
-  for_each_range([&](int param, const OptimRange &r) {
+  auto adam = [&](int param, const OptimRange &r) {
     AdamStep s = base;
     double wd = decay_of(param);
     if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr * wd);
     if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(wd);
-    kernels_.adam(s, r);
-  });
+    if (on_device_)
+      memory_.kernels().adam(memory_.stream(), s, r);
+    else
+      kernels_.adam(s, r);
+  };
+  if (on_device_)
+    for_each_range_on_device(adam);
+  else
+    for_each_range(adam);
+}
+
+void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
+  // As run_lamb: the per-piece sums come to the host, the trust ratios go back as scalars.
+  std::vector<Piece> pieces = param_pieces();
+  const size_t np = static_cast<size_t>(params_.count()), n = static_cast<size_t>(nranks_);
+  std::vector<double> sums(2 * np * n, 0.0);
+  std::vector<std::pair<double, double>> piece_sums(pieces.size());
+  auto step_for = [&](int param) {
+    AdamStep s = base;
+    s.weight_decay = static_cast<float>(params_.weight_decay_of(param, settings_.weight_decay));
+    return s;
+  };
+  DeviceKernels &k = memory_.kernels();
+  for (size_t i = 0; i < pieces.size(); ++i)
+    k.lamb_moments(memory_.stream(), step_for(pieces[i].param), pieces[i].range,
+                   &piece_sums[i].first, &piece_sums[i].second);
+  memory_.synchronize();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    size_t at =
+        (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
+    sums[at] = piece_sums[i].first;
+    sums[at + 1] = piece_sums[i].second;
+  }
+  if (!stage_.updates_everything) {
+    std::vector<double> mine(
+        sums.begin() + static_cast<long>(static_cast<size_t>(rank_) * np * 2),
+        sums.begin() + static_cast<long>((static_cast<size_t>(rank_) + 1) * np * 2));
+    sums = gather_partials(mine, 2 * np);
+  }
+  for (size_t p = 0; p < np; ++p) {
+    double w = 0, u = 0;
+    for (size_t r = 0; r < n; ++r) {
+      w += sums[(r * np + p) * 2];
+      u += sums[(r * np + p) * 2 + 1];
+    }
+    double trust = w > 0 && u > 0 ? std::clamp(std::sqrt(w) / std::sqrt(u), 0.01, 10.0) : 1.0;
+    const float lr_trust = static_cast<float>(lr * trust);
+    for (const Piece &piece : pieces)
+      if (static_cast<size_t>(piece.param) == p)
+        k.lamb_apply(memory_.stream(), step_for(piece.param), piece.range, lr_trust);
+  }
+}
+
+void OptimizerStep::refresh_compute_copies(bool all) {
+  const bool mixed = settings_.mixed();
+  if (state_.offload_to_host()) {
+    // The host's fp32 weights to the device's parameters, converted on the host into the
+    // host shard of the gradient (whose values the optimizer has used) on the way.
+    for (const OwnedRange &o : owned_) {
+      const float *w = state_.weights(o.state);
+      void *dst = state_.params(o.index(stage_.params));
+      if (mixed) {
+        char *staging = state_.host_grads(o.state);
+        kernels_.convert(w, staging, settings_.dtype, o.count);
+        memory_.copy(dst, staging, o.count * esize_);
+      } else {
+        memory_.copy(dst, w, o.count * sizeof(float));
+      }
+    }
+    return;
+  }
+  if (!all || !mixed) return;  // the kernels wrote the compute copies themselves
+  for (const OwnedRange &o : owned_) {
+    OptimRange r = state_.range(o);
+    if (on_device_)
+      memory_.kernels().convert(memory_.stream(), r.weights, r.copy, settings_.dtype, r.count);
+    else
+      kernels_.convert(r.weights, r.copy, settings_.dtype, r.count);
+  }
 }
 
 void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {

@@ -6,6 +6,12 @@
 // norms) travels on the engine's control communicator, never mixed with data, and is summed
 // per (bucket, slice owner) and then in a fixed order, so every stage computes the same
 // values bit for bit.
+//
+// On the device (optimizer not offloaded) the kernels are the device's
+// (kernels/device_kernels.hpp), on the engine's stream, one per range (the device needs no
+// thread split), and the sums the host needs come back through the stream. With
+// ZeRO-Offload the CPU kernels run here over the pinned state and the host shard of the
+// gradient, and copy_back() takes the updated parameters to the device.
 #pragma once
 
 #include <mpi.h>
@@ -13,6 +19,7 @@
 #include <functional>
 #include <vector>
 
+#include "optim/engine_memory.hpp"
 #include "optim/engine_settings.hpp"
 #include "optim/kernels/kernels.hpp"
 #include "optim/kernels/thread_pool.hpp"
@@ -25,8 +32,8 @@ class OptimizerStep {
  public:
   // All references must outlive this object. Local.
   OptimizerStep(const EngineSettings &settings, const KernelTable &kernels, ThreadPool &threads,
-                MPI_Comm control, const Layout &layout, const StageLayout &stage, ModelState &state,
-                const ParamRegistry &params, int rank);
+                MPI_Comm control, EngineMemory &memory, const Layout &layout,
+                const StageLayout &stage, ModelState &state, const ParamRegistry &params, int rank);
 
   // True when a gradient on any rank is inf or NaN. Collective over control.
   bool overflow() const;
@@ -36,6 +43,10 @@ class OptimizerStep {
   // Updates the owned ranges with gradients multiplied by grad_scale; `step` is the number
   // of steps applied before this one. Collective over control for LAMB.
   void run(float grad_scale, double lr, int64_t step);
+  // The compute-dtype parameters from the fp32 weights where the optimizer does not write
+  // them itself: ZeRO-Offload's copy back to the device after run(), and every compute copy
+  // after a checkpoint load (all = true). On the engine's stream on the device.
+  void refresh_compute_copies(bool all);
 
   // A parameter's part of an owned range.
   struct Piece {
@@ -52,12 +63,18 @@ class OptimizerStep {
   // -1 when every parameter has the engine's weight decay.
   void for_each_range(const std::function<void(int, const OptimRange &)> &kernel) const;
   void run_lamb(const AdamStep &base, double lr) const;
+  void run_lamb_on_device(const AdamStep &base, double lr) const;
+  // for_each_range on the device: a kernel per owned range, or per piece with per-parameter
+  // weight decay, on the engine's stream.
+  void for_each_range_on_device(const std::function<void(int, const OptimRange &)> &kernel) const;
   std::vector<double> gather_partials(const std::vector<double> &mine, size_t per_rank) const;
 
   const EngineSettings &settings_;
   const KernelTable &kernels_;
   ThreadPool &threads_;
   MPI_Comm control_;
+  EngineMemory &memory_;
+  const bool on_device_;  // the device runs the kernels (not offloaded)
   const Layout &layout_;
   const StageLayout stage_;
   ModelState &state_;

@@ -7,10 +7,11 @@
 
 namespace zrt {
 
-void all_gather_updated_params(Communicator &comm, const Layout &layout, ModelState &state,
-                               zrt_dtype_t dtype, size_t window_bytes) {
+void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const Layout &layout,
+                               ModelState &state, zrt_dtype_t dtype, size_t window_bytes) {
   const size_t es = dtype_size(dtype);
   const int rank = comm.rank();
+  const Event ready = memory.ready();
   size_t bytes_in_flight = 0;
   std::deque<std::pair<RequestPtr, size_t>> window;
   for (const BucketInfo &b : layout.buckets()) {
@@ -25,6 +26,7 @@ void all_gather_updated_params(Communicator &comm, const Layout &layout, ModelSt
     a.send = state.params(layout.slice_begin(b, rank));  // in place
     a.count = b.length;
     a.dtype = dtype;
+    a.ready = ready;
     window.emplace_back(post_owned(comm, a), b.length * es);
     bytes_in_flight += b.length * es;
   }
@@ -32,20 +34,37 @@ void all_gather_updated_params(Communicator &comm, const Layout &layout, ModelSt
     w.first->wait();
 }
 
-std::vector<float> gather_param_weights(Communicator &comm, const Layout &layout,
-                                        const ModelState &state, const ParamInfo &p) {
+std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory,
+                                        const Layout &layout, const ModelState &state,
+                                        const ParamInfo &p) {
   const BucketInfo &g = layout.bucket(p.bucket);
   std::vector<float> whole(g.group_length);
+  // The weights' own kind of memory on both sides of the collective; device weights come
+  // to the host afterwards.
+  const bool device = state.state_place() == Place::Device;
+  EngineBuffer staging;
+  float *into = whole.data();
+  if (device) {
+    staging = EngineBuffer(memory, Place::Device, g.group_length * sizeof(float),
+                           Lifetime::Transient, false);
+    into = staging.data<float>();
+  }
+  const Event ready = memory.ready();
   for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
     const BucketInfo &b = layout.bucket(k);
     OwnedRange mine = StageLayout::slice_of(layout, b, comm.rank());
     CollArgs a;
     a.kind = CollKind::AllGather;
     a.send = state.weights(mine.index(state.weights_extent()));
-    a.recv = whole.data() + (b.offset - g.group_offset);
+    a.recv = into + (b.offset - g.group_offset);
     a.count = b.length;
     a.dtype = ZRT_DTYPE_FP32;
+    a.ready = ready;
     post_owned(comm, a)->wait();
+  }
+  if (device) {
+    memory.copy(whole.data(), staging.data(), g.group_length * sizeof(float));
+    memory.synchronize();
   }
   return whole;
 }

@@ -6,10 +6,10 @@
 
 namespace zrt {
 
-ParamGatherer::ParamGatherer(Communicator &comm, Pool &pool, const Layout &layout,
+ParamGatherer::ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                              ModelState &state, const EngineSettings &settings)
     : comm_(comm),
-      pool_(pool),
+      memory_(memory),
       layout_(layout),
       state_(state),
       dtype_(settings.dtype),
@@ -33,7 +33,7 @@ ParamGatherer::~ParamGatherer() {
 void ParamGatherer::fetch(int group, bool wait_now) {
   const BucketInfo &g = layout_.bucket(group);
   const size_t bytes = g.group_length * esize_;
-  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
+  EngineBuffer &buf = gathered_[static_cast<size_t>(group)];
   // Reuse a spare buffer when one is large enough: the all-gathers overwrite all of it.
   for (auto it = spare_.begin(); it != spare_.end(); ++it)
     if (it->size() >= bytes) {
@@ -42,12 +42,15 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       break;
     }
   if (buf.empty())
-    buf = HostBuffer(pool_, std::max(bytes, layout_.max_single_group() * esize_),
-                     Lifetime::Transient, false);
+    buf = EngineBuffer(memory_, state_.params_place(),
+                       std::max(bytes, layout_.max_single_group() * esize_), Lifetime::Transient,
+                       false);
   resident_elements_ += g.group_length;
   used_[static_cast<size_t>(group)] = ++use_clock_;
   ++fetches_;
-  // One all-gather per bucket of the group, each into its place in the group's buffer.
+  // One all-gather per bucket of the group, each into its place in the group's buffer,
+  // after what the engine's stream still writes into the shard.
+  const Event ready = memory_.ready();
   try {
     for (int k = group; k < group + g.group_buckets; ++k) {
       const BucketInfo &b = layout_.bucket(k);
@@ -57,6 +60,7 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       a.recv = buf.bytes() + (b.offset - g.group_offset) * esize_;
       a.count = b.length;
       a.dtype = dtype_;
+      a.ready = ready;
       RequestPtr r = post_owned(comm_, a);
       if (wait_now)
         r->wait();
@@ -68,7 +72,7 @@ void ParamGatherer::fetch(int group, bool wait_now) {
     // what arrived. MPI may still write into the buffer: it stays allocated until the end.
     resident_elements_ -= g.group_length;
     failed_.push_back(std::move(buf));
-    buf = HostBuffer();
+    buf = EngineBuffer();
     throw;
   }
   if (!wait_now) prefetch_group_ = group;
@@ -88,20 +92,20 @@ void ParamGatherer::finish_prefetch() {
     if (group >= 0 && !gathered_[static_cast<size_t>(group)].empty()) {
       resident_elements_ -= layout_.bucket(group).group_length;
       failed_.push_back(std::move(gathered_[static_cast<size_t>(group)]));
-      gathered_[static_cast<size_t>(group)] = HostBuffer();
+      gathered_[static_cast<size_t>(group)] = EngineBuffer();
     }
     throw;
   }
 }
 
 void ParamGatherer::free_group(int group) {
-  HostBuffer &buf = gathered_[static_cast<size_t>(group)];
+  EngineBuffer &buf = gathered_[static_cast<size_t>(group)];
   if (buf.empty()) return;
   resident_elements_ -= layout_.bucket(group).group_length;
   if (spare_.size() < 2)
     spare_.push_back(std::move(buf));
   else
-    buf = HostBuffer();
+    buf = EngineBuffer();
 }
 
 void ParamGatherer::evict() {
@@ -172,7 +176,7 @@ void *ParamGatherer::data(int index) const {
 
 size_t ParamGatherer::buffer_bytes() const {
   size_t total = 0;
-  for (const HostBuffer &g : gathered_)
+  for (const EngineBuffer &g : gathered_)
     total += g.size();
   return total;
 }

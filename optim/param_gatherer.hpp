@@ -5,6 +5,9 @@
 // recently used released groups go. The sequence of gathers and releases is the same on
 // every rank, so every rank evicts, and later gathers again, the same groups.
 //
+// On the device the gathered groups are device memory, and a gather returns once its data
+// is there, so the program's later work finds it.
+//
 // Not thread-safe.
 #pragma once
 
@@ -18,7 +21,7 @@ namespace zrt {
 
 class ParamGatherer {
  public:
-  ParamGatherer(Communicator &comm, Pool &pool, const Layout &layout, ModelState &state,
+  ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout, ModelState &state,
                 const EngineSettings &settings);
   ~ParamGatherer();  // waits for the prefetch in flight, which writes a buffer of ours
   ParamGatherer(const ParamGatherer &) = delete;
@@ -46,20 +49,20 @@ class ParamGatherer {
   void evict();
 
   Communicator &comm_;
-  Pool &pool_;
+  EngineMemory &memory_;
   const Layout &layout_;
   ModelState &state_;
   const zrt_dtype_t dtype_;
   const size_t esize_;
   const size_t max_live_elements_;
 
-  std::vector<HostBuffer> gathered_;  // per group (at its first bucket), empty if not resident
-  std::vector<int> refs_;             // gathered parameters per group
-  std::vector<uint64_t> used_;        // last use, for LRU eviction
+  std::vector<EngineBuffer> gathered_;  // per group (at its first bucket), empty if not resident
+  std::vector<int> refs_;               // gathered parameters per group
+  std::vector<uint64_t> used_;          // last use, for LRU eviction
   uint64_t use_clock_ = 0;
   size_t resident_elements_ = 0;
-  std::vector<HostBuffer> spare_;   // freed buffers kept for reuse
-  std::vector<HostBuffer> failed_;  // buffers of failed gathers, which MPI may still write
+  std::vector<EngineBuffer> spare_;   // freed buffers kept for reuse
+  std::vector<EngineBuffer> failed_;  // buffers of failed gathers, which MPI may still write
   std::vector<char> param_gathered_;
   std::vector<RequestPtr> prefetch_;  // all-gathers in flight (one group's buckets)
   int prefetch_group_ = -1;

@@ -131,6 +131,10 @@ std::vector<ConfigKey> engine_keys() {
                           "stage 3: gathered parameters (elements) kept resident after release "
                           "before the least recently used are freed"),
                "ZRT_STAGE3_MAX_LIVE_PARAMETERS"),
+      config_choice("engine.memory_space", "host", {"host", "device", "auto"},
+                    "where the engine's buffers live: host; device (the rank's GPU, or the "
+                    "emulated device); auto: device when every rank has one. The default "
+                    "keeps programs written for host memory unchanged"),
       with_env(config_key("zero.deterministic", ConfigType::Bool, "false",
                           "reductions add in rank order: every stage gives bitwise-identical "
                           "parameters for the same world size, run after run"),

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -21,6 +23,10 @@ struct ZeroOptions {
   int steps = 4;
   int passes = 4;  // synthetic compute: passes over a layer's weights in forward (2x backward)
   std::vector<int> stages = {0, 1, 2, 3};
+  // host; emulated: the device engine on the emulated device, each stage beside the host
+  // engine's; device: the device engine on the GPU (the host touches no parameter or
+  // gradient: the synthetic compute and the gradients are left out).
+  std::string memory_space = "host";
 };
 
 #define ZCHECK(call)                                                                     \
@@ -43,11 +49,14 @@ float synthetic_compute(const float *w, size_t n, int passes) {
   return s;
 }
 
-double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap) {
+double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap, bool device,
+                bool host_touches) {
   zrt_engine_params_t p = {};
-  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_OVERLAP;
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
+                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
   p.stage = stage;
   p.overlap = overlap;
+  p.memory_space = device ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
   zrt_engine_h e = nullptr;
   ZCHECK(zrt_engine_create(ctx, &p, &e));
   const int64_t w_shape[2] = {opt.width, opt.width}, b_shape[1] = {opt.width};
@@ -71,7 +80,8 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
       ZCHECK(zrt_param_gather(e, h));
       void *data = nullptr;
       ZCHECK(zrt_param_data(e, h, &data));
-      sink = sink + synthetic_compute(static_cast<float *>(data), init.size(), opt.passes);
+      if (host_touches)
+        sink = sink + synthetic_compute(static_cast<float *>(data), init.size(), opt.passes);
       ZCHECK(zrt_param_release(e, h));
     }
     for (int l = opt.layers - 1; l >= 0; --l) {  // backward
@@ -80,11 +90,13 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
         void *data = nullptr, *grad = nullptr;
         ZCHECK(zrt_param_data(e, h, &data));
         size_t n = h == W[static_cast<size_t>(l)] ? init.size() : static_cast<size_t>(opt.width);
-        sink = sink + synthetic_compute(static_cast<float *>(data), n, 2 * opt.passes);
         ZCHECK(zrt_grad_data(e, h, &grad));
-        float *g = static_cast<float *>(grad);
-        for (size_t i = 0; i < n; ++i)
-          g[i] += 1e-3f;
+        if (host_touches) {
+          sink = sink + synthetic_compute(static_cast<float *>(data), n, 2 * opt.passes);
+          float *g = static_cast<float *>(grad);
+          for (size_t i = 0; i < n; ++i)
+            g[i] += 1e-3f;
+        }
         ZCHECK(zrt_grad_ready(e, h));
         ZCHECK(zrt_param_release(e, h));
       }
@@ -107,22 +119,30 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
 }
 
 int run_zero(const ZeroOptions &opt) {
+  // The emulated device is a configuration of the context (memory.device.emulate).
+  if (opt.memory_space == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
   zrt_context_h ctx = nullptr;
   ZCHECK(zrt_init(MPI_COMM_WORLD, nullptr, &ctx));
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const double params = static_cast<double>(opt.layers) * opt.width * (opt.width + 1);
+  const bool device = opt.memory_space != "host", beside_host = opt.memory_space == "emulated";
+  const bool host_touches = opt.memory_space != "device";
   if (rank == 0 && !opt.json)
     fmt::print(
-        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW; "
-        "median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}\n",
-        opt.layers, opt.width, opt.width, params / 1e6, n, opt.steps, "stage", "overlap", "seconds",
-        "vs stage 0");
+        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW, engine "
+        "in {} memory; median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}{}\n",
+        opt.layers, opt.width, opt.width, params / 1e6, n,
+        device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
+        "seconds", "vs stage 0",
+        beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "");
   for (bool overlap : {true, false}) {
     double base = 0;
     for (int stage : opt.stages) {
-      double t = run_case(ctx, opt, stage, overlap);
+      double t = run_case(ctx, opt, stage, overlap, device, host_touches);
+      // The orchestration's own cost on the emulated device: the same steps on the host.
+      double host = beside_host ? run_case(ctx, opt, stage, overlap, false, true) : 0;
       if (stage == 0) base = t;
       double ratio = base > 0 ? t / base : 0;
       if (rank != 0) continue;
@@ -133,11 +153,17 @@ int run_zero(const ZeroOptions &opt) {
                          {"stage", stage},
                          {"overlap", overlap},
                          {"params", params},
+                         {"memory_space", opt.memory_space},
                          {"seconds", t}};
         if (base > 0) j["ratio_vs_stage0"] = ratio;
+        if (beside_host) {
+          j["host_seconds"] = host;
+          j["ratio_vs_host"] = t / host;
+        }
         fmt::print("{}\n", j.dump());
       } else {
-        fmt::print("{:>6} {:>8} {:>10.4f} {:>11.3f}x\n", stage, overlap ? "on" : "off", t, ratio);
+        fmt::print("{:>6} {:>8} {:>10.4f} {:>11.3f}x{}\n", stage, overlap ? "on" : "off", t, ratio,
+                   beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "");
       }
       std::fflush(stdout);
     }
@@ -158,6 +184,12 @@ void add_zero_bench(CLI::App &app) {
   sub->add_option("--passes", opt->passes, "synthetic compute per weight")->capture_default_str();
   sub->add_option("--stages", opt->stages, "stages to run (0 first, for the ratio)")
       ->delimiter(',');
+  sub->add_option("--memory-space", opt->memory_space,
+                  "host; emulated: the device engine on the emulated device, beside the host "
+                  "engine (the orchestration's cost); device: on the GPU, the host touching no "
+                  "parameter")
+      ->check(CLI::IsMember({"host", "emulated", "device"}))
+      ->capture_default_str();
   sub->callback([opt] {
     int rc = run_zero(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -67,9 +67,10 @@ h5::Id transfer_plist(const Engine &e) {
 }
 
 // Writes or reads this rank's runs of one dataset. `which` picks the array
-// of each run (master, m or v).
+// of each run (master, m or v). device: the engine whose state is in device memory, which
+// then goes through host staging; nullptr when HDF5 can read and write it in place.
 void transfer(hid_t dataset, const std::vector<int64_t> &shape, const std::vector<Run> &runs,
-              float *Run::*which, bool write, hid_t dxpl, const std::string &name) {
+              float *Run::*which, bool write, hid_t dxpl, const std::string &name, Engine *device) {
   h5::Id file_space(h5::check(H5Dget_space(dataset), "H5Dget_space"), H5Sclose);
   std::vector<std::pair<size_t, size_t>> spans;
   size_t total = 0;
@@ -84,7 +85,13 @@ void transfer(hid_t dataset, const std::vector<int64_t> &shape, const std::vecto
   // The selected runs arrive in row-major order, which is the order of `runs`.
   std::vector<float> staging;
   float *buffer = nullptr;
-  if (runs.size() == 1) {
+  auto copy = [&](void *dst, const void *src, size_t bytes) {
+    if (device != nullptr)
+      device->copy_state(dst, src, bytes);
+    else
+      std::memcpy(dst, src, bytes);
+  };
+  if (runs.size() == 1 && device == nullptr) {
     buffer = runs[0].*which;
   } else if (total > 0) {
     staging.resize(total);
@@ -92,7 +99,7 @@ void transfer(hid_t dataset, const std::vector<int64_t> &shape, const std::vecto
     if (write) {
       size_t at = 0;
       for (const Run &r : runs) {
-        std::memcpy(buffer + at, r.*which, r.count * sizeof(float));
+        copy(buffer + at, r.*which, r.count * sizeof(float));
         at += r.count;
       }
     }
@@ -100,10 +107,10 @@ void transfer(hid_t dataset, const std::vector<int64_t> &shape, const std::vecto
   herr_t rc = write ? H5Dwrite(dataset, H5T_NATIVE_FLOAT, mem_space, file_space, dxpl, buffer)
                     : H5Dread(dataset, H5T_NATIVE_FLOAT, mem_space, file_space, dxpl, buffer);
   h5::check(rc, std::string(write ? "cannot write " : "cannot read ") + "/" + name);
-  if (!write && runs.size() > 1) {
+  if (!write && (runs.size() > 1 || device != nullptr)) {
     size_t at = 0;
     for (const Run &r : runs) {
-      std::memcpy(r.*which, buffer + at, r.count * sizeof(float));
+      copy(r.*which, buffer + at, r.count * sizeof(float));
       at += r.count;
     }
   }
@@ -225,6 +232,7 @@ uint64_t dataset_hash(int64_t dataset_id) {
 void save(Engine &e, const std::string &pattern, const std::string &metadata, int keep_last) {
   h5::Quiet quiet;
   MPI_Comm comm = e.control_comm();
+  Engine *device = e.state_place() == Place::Device ? &e : nullptr;
   const std::string path = expand_path(pattern, e.step_count());
   const std::string tmp = path + ".tmp";
   const EngineSettings &s = e.settings();
@@ -291,7 +299,7 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
                                           H5P_DEFAULT, H5P_DEFAULT),
                                "cannot create /" + name),
                      H5Dclose);
-            transfer(d, info.shape, mine, which, true, dxpl, name);
+            transfer(d, info.shape, mine, which, true, dxpl, name, device);
           });
         }
       }
@@ -351,6 +359,7 @@ nlohmann::json describe(const std::string &path) {
 void load(Engine &e, const std::string &path) {
   h5::Quiet quiet;
   MPI_Comm comm = e.control_comm();
+  Engine *device = e.state_place() == Place::Device ? &e : nullptr;
   h5::Id file;
   std::string kind;
   int64_t step = 0;
@@ -413,15 +422,21 @@ void load(Engine &e, const std::string &path) {
       std::string name = prefix + info.name;
       run_agreed(comm, [&] {
         h5::Id d = h5::open_dataset(file, name);
-        transfer(d, info.shape, runs[p], which, false, dxpl, name);
+        transfer(d, info.shape, runs[p], which, false, dxpl, name, device);
       });
     }
   }
   // Moments the file does not hold start from zero (a weights-only checkpoint).
   if (kind == "none")
     for (const Engine::StatePiece &piece : e.state_pieces()) {
-      if (piece.m) std::fill(piece.m, piece.m + piece.count, 0.0f);
-      if (piece.v) std::fill(piece.v, piece.v + piece.count, 0.0f);
+      const std::vector<float> zeros(piece.count, 0.0f);
+      for (float *moment : {piece.m, piece.v})
+        if (moment != nullptr) {
+          if (device != nullptr)
+            e.copy_state(moment, zeros.data(), piece.count * sizeof(float));
+          else
+            std::fill(moment, moment + piece.count, 0.0f);
+        }
     }
   LossScaler::State state = e.scaler().state();
   if (e.scaler().dynamic() && scaler.value("dynamic", false))

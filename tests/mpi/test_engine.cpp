@@ -117,6 +117,7 @@ struct RunSpec {
   double loss_scale = 0;
   size_t max_live = 1000000000;  // stage 3: 0 evicts every released bucket
   bool no_bias_decay = false;    // biases get weight decay 0 (zrt_param_set_weight_decay)
+  zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;
 };
 
 struct Result {
@@ -127,15 +128,16 @@ struct Result {
 
 zrt_engine_params_t engine_params(const RunSpec &r) {
   zrt_engine_params_t p = {};
-  p.field_mask =
-      ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
-      ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
-      ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
-      ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES | ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
-      ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
-      ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
-      ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_MOMENTUM |
-      ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE | ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS;
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+                 ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
+                 ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
+                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
+                 ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
+                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
+                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
+                 ZRT_ENGINE_PARAM_FIELD_OVERLAP | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
+                 ZRT_ENGINE_PARAM_FIELD_MOMENTUM | ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE |
+                 ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
   p.stage = r.stage;
   p.compute_dtype = r.dtype;
   p.optimizer = r.optimizer;
@@ -151,6 +153,7 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   p.offload_optimizer = r.offload;
   p.loss_scale = r.loss_scale;
   p.max_live_parameters = r.max_live;
+  p.memory_space = r.memory;
   return p;
 }
 
@@ -484,4 +487,70 @@ TEST(Engine, OptimizerOffloadGivesTheSameParameters) {
     train(run, &offloaded);
     EXPECT_TRUE(bitwise_equal(plain, offloaded)) << "stage " << stage;
   }
+}
+
+// --- the engine on the device ------------------------------------------------------------
+
+namespace {
+
+bool have_device() {
+  zrt_pool_h pool = nullptr;
+  return zrt_context_pool(test::context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS;
+}
+
+}  // namespace
+
+// On the emulated device (ZRT_MEMORY_DEVICE_EMULATE=1, ctest's mpi_emulated_device) the
+// device engine runs every kernel and copy the GPU would, and in deterministic mode must
+// end with the host engine's parameters to the bit: every stage, with and without
+// ZeRO-Offload, fp32 and bf16, accumulation and per-parameter decay, AdamW, SGD and LAMB.
+TEST(DeviceEngine, EveryStageAndOffloadMatchTheHostEngineBitwise) {
+  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  struct Variant {
+    zrt_dtype_t dtype;
+    zrt_optimizer_t optimizer;
+    int accumulation;
+    bool no_bias_decay;
+  };
+  const Variant variants[] = {{ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAMW, 1, false},
+                              {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_ADAMW, 2, true},
+                              {ZRT_DTYPE_FP32, ZRT_OPTIMIZER_LAMB, 1, false},
+                              {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_SGD, 1, false}};
+  for (const Variant &v : variants)
+    for (int stage = 0; stage <= 3; ++stage)
+      for (bool offload : {false, true}) {
+        if (offload && stage == 0) continue;  // ZeRO-Offload shards the optimizer state
+        SCOPED_TRACE(fmt::format("stage {} {} optimizer {} accumulation {} offload {}", stage,
+                                 v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
+                                 static_cast<int>(v.optimizer), v.accumulation, offload));
+        RunSpec run;
+        run.stage = stage;
+        run.dtype = v.dtype;
+        run.optimizer = v.optimizer;
+        run.accumulation = v.accumulation;
+        run.no_bias_decay = v.no_bias_decay;
+        run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
+        run.deterministic = true;
+        run.steps = 4;
+        run.offload = offload;
+        Result host, device;
+        train(run, &host);
+        run.memory = ZRT_ENGINE_MEMORY_DEVICE;
+        train(run, &device);
+        EXPECT_TRUE(bitwise_equal(host, device)) << "the device engine's parameters differ";
+        ASSERT_EQ(host.reports.size(), device.reports.size());
+        for (size_t i = 0; i < host.reports.size(); ++i)
+          EXPECT_EQ(host.reports[i].grad_norm, device.reports[i].grad_norm) << "step " << i;
+        // Where the bytes are: all on the device, or the optimizer state and the gradient
+        // shard on the host with ZeRO-Offload.
+        EXPECT_EQ(host.memory.device_bytes, 0);
+        EXPECT_GT(device.memory.device_bytes, 0);
+        EXPECT_EQ(device.memory.device_bytes + device.memory.host_bytes, device.memory.total);
+        if (offload) {
+          EXPECT_GE(device.memory.host_bytes,
+                    device.memory.optimizer_state + device.memory.master_weights);
+        } else {
+          EXPECT_EQ(device.memory.host_bytes, 0);
+        }
+      }
 }

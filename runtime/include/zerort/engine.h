@@ -29,6 +29,31 @@
  * 16P, stage 1 8P + 8P/N, stage 2 4P + 12P/N, stage 3 16P/N. zrt_engine_memory reports
  * the bytes actually held, plus the bucket buffers.
  *
+ * ## Memory space and streams
+ * With memory_space ZRT_ENGINE_MEMORY_DEVICE (engine.memory_space = device) the engine
+ * lives on the rank's GPU: the compute-dtype parameters, the gradients and every bucket
+ * are device memory (zrt_param_data and zrt_grad_data return device pointers), and so are
+ * the fp32 master weights and optimizer moments, updated by GPU kernels, unless
+ * offload_optimizer keeps them in pinned host memory and updates them on the CPU
+ * (ZeRO-Offload). Collectives on device memory use NCCL where it serves (one rank per
+ * GPU) and go through pinned host memory otherwise (zrt-info says which). The default is
+ * ZRT_ENGINE_MEMORY_HOST, so a program written for host memory runs unchanged;
+ * memory.device.emulate emulates a device on machines without one.
+ *
+ * The program computes on its own stream (stream in the params, zrt_engine_set_stream; a
+ * cudaStream_t, NULL for CUDA's default stream), and the engine orders its device work
+ * with that stream as NCCL orders collectives with the stream they are given:
+ *  - the buffer zrt_grad_data returns is zeroed (or holds earlier micro-steps' gradients)
+ *    for the work the program enqueues on its stream after the call;
+ *  - zrt_grad_ready: the reduction of a bucket reads its gradients after all the work the
+ *    program enqueued before the call that made the bucket complete;
+ *  - zrt_param_gather returns once the gathered values are in device memory, so the
+ *    program's later work reads them;
+ *  - zrt_engine_step returns with the updated parameters ordered before the program's
+ *    later work.
+ * The host waits inside the engine only where it needs a result (the overflow check, the
+ * gradient norm, the completion of a collective).
+ *
  * ## Order
  * Buckets are fixed at commit, in reverse registration order (the order backward usually
  * produces gradients), identically on every rank. A bucket is reduced once all of its
@@ -59,6 +84,15 @@ typedef enum zrt_optimizer {
   ZRT_OPTIMIZER_FORCE_INT_ = -2147483647 - 1
 } zrt_optimizer_t;
 
+/** @brief Where an engine's buffers live (see "Memory space and streams" above). */
+typedef enum zrt_engine_memory {
+  ZRT_ENGINE_MEMORY_HOST = 0,   /**< host memory (the default) */
+  ZRT_ENGINE_MEMORY_DEVICE = 1, /**< the rank's device; ZRT_ERR_NOT_SUPPORTED without one */
+  ZRT_ENGINE_MEMORY_AUTO = 2,   /**< the device when every rank has one, else the host */
+  /** Not a value: makes every int a valid value of the type (see defs.h). */
+  ZRT_ENGINE_MEMORY_FORCE_INT_ = -2147483647 - 1
+} zrt_engine_memory_t;
+
 /** @brief Which fields of zrt_engine_params_t the caller set. */
 enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_STAGE = 1u << 0,
@@ -83,7 +117,9 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
   ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20,
   ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21,
-  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 22) - 1 /**< every field of this header's version */
+  ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE = 1u << 22,
+  ZRT_ENGINE_PARAM_FIELD_STREAM = 1u << 23,
+  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 24) - 1 /**< every field of this header's version */
 };
 
 /**
@@ -109,19 +145,22 @@ typedef struct zrt_engine_params {
   int offload_optimizer;         /**< optimizer state in pinned host memory, updated on the
                                       CPU (ZeRO-Offload); default 0 */
   double gradient_clipping;      /**< clip the global gradient norm to this; 0 = off (default) */
-  int gradient_accumulation_steps; /**< micro-steps per optimizer step; default 1 */
-  int deterministic;               /**< reductions sum in rank order: bitwise-identical
-                                        results across stages and runs; default 0 */
-  double loss_scale;               /**< 0: dynamic loss scaling for fp16 (default), 1 for fp32
-                                        and bf16; any other value: that static scale */
-  int initial_scale_power;         /**< dynamic scaling starts at 2^this; default 16 */
-  int loss_scale_window;           /**< steps without overflow before the scale doubles; 1000 */
-  int hysteresis;                  /**< overflows tolerated before the scale halves; default 2 */
-  double min_loss_scale;           /**< the scale never drops below this; default 1 */
-  size_t max_live_parameters;      /**< stage 3: gathered elements kept resident after
-                                        zrt_param_release (least recently used go first),
-                                        0 .. 2^48 (0: free every released bucket); default
-                                        1e9, DeepSpeed's stage3_max_live_parameters */
+  int gradient_accumulation_steps;  /**< micro-steps per optimizer step; default 1 */
+  int deterministic;                /**< reductions sum in rank order: bitwise-identical
+                                         results across stages and runs; default 0 */
+  double loss_scale;                /**< 0: dynamic loss scaling for fp16 (default), 1 for fp32
+                                         and bf16; any other value: that static scale */
+  int initial_scale_power;          /**< dynamic scaling starts at 2^this; default 16 */
+  int loss_scale_window;            /**< steps without overflow before the scale doubles; 1000 */
+  int hysteresis;                   /**< overflows tolerated before the scale halves; default 2 */
+  double min_loss_scale;            /**< the scale never drops below this; default 1 */
+  size_t max_live_parameters;       /**< stage 3: gathered elements kept resident after
+                                         zrt_param_release (least recently used go first),
+                                         0 .. 2^48 (0: free every released bucket); default
+                                         1e9, DeepSpeed's stage3_max_live_parameters */
+  zrt_engine_memory_t memory_space; /**< default ZRT_ENGINE_MEMORY_HOST (engine.memory_space) */
+  void *stream; /**< the program's CUDA stream (a cudaStream_t) with a device engine; default
+                     NULL (CUDA's default stream); must be NULL for a host engine */
 } zrt_engine_params_t;
 
 /**
@@ -287,6 +326,15 @@ ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
 
 /**
+ * @brief The stream the program computes on from now on (a cudaStream_t, or NULL for
+ * CUDA's default stream); the engine's device work is ordered with it (see "Memory space
+ * and streams"). A stream of another device than the engine's, or a non-NULL stream for a
+ * host engine or on the emulated device, is ZRT_ERR_INVALID_ARGUMENT. Local, non-blocking.
+ * Not thread-safe with other calls on @p engine.
+ */
+ZRT_API zrt_status_t zrt_engine_set_stream(zrt_engine_h engine, void *stream);
+
+/**
  * @brief The loss scale to apply to the next loss (1 without fp16). Local, non-blocking.
  * Not thread-safe with zrt_engine_step on @p engine.
  */
@@ -318,8 +366,9 @@ enum zrt_memory_report_field {
   ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE = 1u << 4,
   ZRT_MEMORY_REPORT_FIELD_BUCKETS = 1u << 5,
   ZRT_MEMORY_REPORT_FIELD_TOTAL = 1u << 6,
-  ZRT_MEMORY_REPORT_FIELD_GATHER = 1u << 7, /**< gather_fetches, gather_evictions */
-  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 8) - 1
+  ZRT_MEMORY_REPORT_FIELD_GATHER = 1u << 7,    /**< gather_fetches, gather_evictions */
+  ZRT_MEMORY_REPORT_FIELD_PLACEMENT = 1u << 8, /**< device_bytes, host_bytes */
+  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 9) - 1
 };
 
 /** @brief Bytes this rank holds, by kind: the fields named in field_mask. */
@@ -336,6 +385,8 @@ typedef struct zrt_memory_report {
                                 included); 0 at other stages */
   uint64_t gather_evictions; /**< stage 3: released groups freed so far because the resident
                                   ones exceeded max_live_parameters; 0 at other stages */
+  int64_t device_bytes;      /**< of total, the bytes in device memory */
+  int64_t host_bytes;        /**< of total, the bytes in host memory (pinned or not) */
 } zrt_memory_report_t;
 
 /**

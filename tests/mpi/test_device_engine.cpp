@@ -1,0 +1,190 @@
+// The engine on device memory (engine.memory_space = device) through the public API: its
+// memory report against the ZeRO and ZeRO-Offload formulas, checkpoints that move between
+// host and device engines, and bad input. On the emulated device (ctest's
+// mpi_emulated_device); without a device the device tests skip and the refusal is tested.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "mpi_fixture.hpp"
+
+namespace {
+
+#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
+
+bool have_device() {
+  zrt_pool_h pool = nullptr;
+  return zrt_context_pool(test::context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS;
+}
+
+bool mentions(const std::string &what) {
+  bool ok = test::last_error().find(what) != std::string::npos;
+  if (!ok)
+    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
+  return ok;
+}
+
+struct Engine {
+  zrt_engine_h e = nullptr;
+  std::vector<zrt_param_h> params;
+  ~Engine() {
+    if (e) zrt_engine_destroy(e);
+  }
+};
+
+zrt_engine_params_t params_of(int stage, zrt_dtype_t dtype, zrt_engine_memory_t memory,
+                              bool offload) {
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
+                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
+                 ZRT_ENGINE_PARAM_FIELD_LR;
+  p.stage = stage;
+  p.compute_dtype = dtype;
+  p.memory_space = memory;
+  p.offload_optimizer = offload;
+  p.reduce_bucket_bytes = 1 << 20;
+  p.deterministic = 1;
+  p.lr = 0.01;
+  return p;
+}
+
+const std::vector<int64_t> kSizes = {393216 + 7, 1536 + 1, 589824 - 3, 768, 196608 + 11, 33};
+
+void make(Engine &e, const zrt_engine_params_t &p) {
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    zrt_param_h h;
+    CHECK_OK(
+        zrt_param_register(e.e, fmt::format("t{}", i).c_str(), p.compute_dtype, 1, &kSizes[i], &h));
+    e.params.push_back(h);
+  }
+  CHECK_OK(zrt_engine_commit(e.e));
+}
+
+}  // namespace
+
+TEST(DeviceEngineMemory, ReportMatchesTheZeroAndZeroOffloadFormulas) {
+  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  const double n = test::size();
+  for (int stage = 1; stage <= 3; ++stage)
+    for (bool offload : {false, true}) {
+      SCOPED_TRACE(fmt::format("bf16 stage {} offload {}", stage, offload));
+      Engine e;
+      make(e, params_of(stage, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, offload));
+      zrt_memory_report_t m{};
+      m.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
+      CHECK_OK(zrt_engine_memory(e.e, &m));
+      const double P = static_cast<double>(m.parameter_count);
+      // Model states by place (the ZeRO paper's K = 12 for Adam, 16-bit compute): without
+      // offload everything is on the device; with it the fp32 master weights, the moments
+      // and the gradient shard are in pinned host memory (ZeRO-Offload: 12P/N + 2P/N), and
+      // the device keeps the parameters (and stage 1's full gradient).
+      const double all[] = {0, 4 * P + 12 * P / n, 2 * P + 14 * P / n, 16 * P / n};
+      const double device_offload[] = {0, 4 * P, 2 * P, 2 * P / n};
+      const double device_states = offload ? device_offload[stage] : all[stage];
+      const double host_states = offload ? 14 * P / n : 0;
+      EXPECT_NEAR(static_cast<double>(m.device_bytes - m.buckets), device_states,
+                  0.02 * device_states + 4096);
+      EXPECT_NEAR(static_cast<double>(m.host_bytes), host_states, 0.02 * host_states + 4096);
+      EXPECT_EQ(m.device_bytes + m.host_bytes, m.total);
+      EXPECT_GT(m.buckets, 0);
+    }
+}
+
+TEST(DeviceEngineCheckpoint, AFileSavedOnTheDeviceLoadsOnTheHostAndBack) {
+  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  int pid = static_cast<int>(getpid());  // rank 0's names the file every rank writes
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string path = fmt::format("/tmp/zrt_device_ckpt_{}.h5", pid);
+  std::vector<std::vector<float>> saved;
+  {
+    Engine dev;
+    make(dev, params_of(2, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, false));
+    for (size_t t = 0; t < dev.params.size(); ++t) {
+      std::vector<float> v(static_cast<size_t>(kSizes[t]));
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = 0.01f * static_cast<float>((i * 7 + t) % 101) - 0.5f;
+      CHECK_OK(zrt_param_set(dev.e, dev.params[t], v.data(), ZRT_DTYPE_FP32));
+    }
+    for (int step = 0; step < 2; ++step) {
+      for (size_t t = 0; t < dev.params.size(); ++t) {
+        void *g = nullptr;
+        CHECK_OK(zrt_grad_data(dev.e, dev.params[t], &g));
+        // The emulated device's memory is the program's to write, as its kernels would.
+        auto *g16 = static_cast<uint16_t *>(g);
+        for (int64_t i = 0; i < kSizes[t]; ++i)
+          g16[i] = static_cast<uint16_t>(0x3c00 + (i + step + test::rank()) % 64);  // bf16 ~1.x
+        CHECK_OK(zrt_grad_ready(dev.e, dev.params[t]));
+      }
+      CHECK_OK(zrt_engine_step(dev.e, nullptr));
+    }
+    CHECK_OK(zrt_checkpoint_save(dev.e, path.c_str(), nullptr));
+    for (size_t t = 0; t < dev.params.size(); ++t) {
+      saved.emplace_back(static_cast<size_t>(kSizes[t]));
+      CHECK_OK(zrt_param_get(dev.e, dev.params[t], saved.back().data(), ZRT_DTYPE_FP32));
+    }
+  }
+  for (zrt_engine_memory_t memory : {ZRT_ENGINE_MEMORY_HOST, ZRT_ENGINE_MEMORY_DEVICE})
+    for (int stage : {1, 3}) {
+      SCOPED_TRACE(
+          fmt::format("{} stage {}", memory == ZRT_ENGINE_MEMORY_HOST ? "host" : "device", stage));
+      Engine e;
+      make(e, params_of(stage, ZRT_DTYPE_BF16, memory, false));
+      CHECK_OK(zrt_checkpoint_load(e.e, path.c_str()));
+      for (size_t t = 0; t < e.params.size(); ++t) {
+        std::vector<float> got(static_cast<size_t>(kSizes[t]));
+        CHECK_OK(zrt_param_get(e.e, e.params[t], got.data(), ZRT_DTYPE_FP32));
+        EXPECT_EQ(std::memcmp(got.data(), saved[t].data(), got.size() * 4), 0) << "tensor " << t;
+      }
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(path.c_str());
+}
+
+TEST(DeviceEngineErrors, DeviceValuesAndForeignStreamsAreRefused) {
+  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  Engine e;
+  make(e, params_of(2, ZRT_DTYPE_FP32, ZRT_ENGINE_MEMORY_DEVICE, false));
+  void *data = nullptr;
+  CHECK_OK(zrt_param_data(e.e, e.params[0], &data));
+  EXPECT_EQ(zrt_param_set(e.e, e.params[1], data, ZRT_DTYPE_FP32), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("values of 't1' are device memory: zrt_param_set reads host memory");
+  int not_a_stream = 0;
+  EXPECT_EQ(zrt_engine_set_stream(e.e, &not_a_stream), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("but the device is emulated");
+  CHECK_OK(zrt_engine_set_stream(e.e, nullptr));
+
+  // A host engine has no device work to order with a stream.
+  Engine host;
+  make(host, params_of(2, ZRT_DTYPE_FP32, ZRT_ENGINE_MEMORY_HOST, false));
+  EXPECT_EQ(zrt_engine_set_stream(host.e, &not_a_stream), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("the engine lives in host memory");
+}
+
+TEST(EngineErrors, DeviceMemoryWithoutADeviceIsRefusedOnEveryRankAndAutoFallsBack) {
+  if (have_device()) GTEST_SKIP() << "this rank has a device";
+  zrt_engine_params_t p = params_of(2, ZRT_DTYPE_FP32, ZRT_ENGINE_MEMORY_DEVICE, false);
+  zrt_engine_h e = nullptr;
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_NOT_SUPPORTED);
+  mentions("engine.memory_space is device, but this rank has no device");
+  mentions("memory.device.emulate");
+  // auto: the host, with nothing said.
+  p.memory_space = ZRT_ENGINE_MEMORY_AUTO;
+  Engine a;
+  make(a, p);
+  zrt_memory_report_t m{};
+  m.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
+  CHECK_OK(zrt_engine_memory(a.e, &m));
+  EXPECT_EQ(m.device_bytes, 0);
+  EXPECT_EQ(m.host_bytes, m.total);
+  p.memory_space = static_cast<zrt_engine_memory_t>(7);
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("params->memory_space is 7: accepted values are ZRT_ENGINE_MEMORY_HOST");
+}
