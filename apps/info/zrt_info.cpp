@@ -84,7 +84,8 @@ void print_table(const std::vector<json> &ranks) {
              choice["requested"].get<std::string>(), host, choice["why"].get<std::string>(),
              choice["device"].is_null()
                  ? fmt::format("none ({})", choice.value("device_missing", std::string()))
-                 : choice["device"].get<std::string>());
+                 : fmt::format("{} [{}]", choice["device"].get<std::string>(),
+                               choice.value("device_why", std::string("requested"))));
   for (auto it = choice["created"].begin(); it != choice["created"].end(); ++it)
     if (!it->empty()) fmt::print("  {}: {}\n", it.key(), it->dump());
   std::string thread = "none";
