@@ -17,6 +17,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@ struct Cli {
   int zero_stage = 2;
   std::string dtype = "fp32";
   bool deterministic = false;
+  std::string memory_space = "host";
   std::optional<double> bucket_mb;
   std::string data = "apps/data/cache/moby-dick";
   std::string data_format = "auto";
@@ -71,6 +73,14 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_flag("--deterministic", c.deterministic,
                "reductions add in rank order: bitwise-identical results for every stage and run "
                "at a given number of ranks");
+  // Not --device: Kokkos 3 takes that as its device id and aborts on a word.
+  app.add_option("--memory-space", c.memory_space,
+                 "where the engine's buffers live: host; device (the rank's GPU: on a Kokkos "
+                 "build with CUDA the model computes on the engine's device buffers); auto "
+                 "(device when every rank has one); emulated (zerort's emulated device, for "
+                 "machines without a GPU)")
+      ->check(CLI::IsMember({"host", "device", "auto", "emulated"}))
+      ->capture_default_str();
   app.add_option("--bucket-mb", c.bucket_mb,
                  "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
       ->check(CLI::PositiveNumber);
@@ -162,6 +172,9 @@ gpt2::EngineOptions engine_options(const Cli &c) {
   e.stage = c.zero_stage;
   e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
   e.deterministic = c.deterministic;
+  e.memory = c.memory_space == "host"   ? ZRT_ENGINE_MEMORY_HOST
+             : c.memory_space == "auto" ? ZRT_ENGINE_MEMORY_AUTO
+                                        : ZRT_ENGINE_MEMORY_DEVICE;
   e.optimizer = c.train.optimizer;
   e.lr = c.train.lr.max_lr;
   if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
@@ -228,6 +241,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
+    // The emulated device is a setting of the context (memory.device.emulate).
+    if (cli.memory_space == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
     zrt_context_h ctx = nullptr;
     zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
     if (st != ZRT_SUCCESS) {

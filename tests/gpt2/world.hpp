@@ -23,6 +23,7 @@ struct StateSpec {
   bool deterministic = false;
   // Small buckets, so that d2 has several and reductions overlap backward.
   int64_t bucket_bytes = 1 << 20;
+  zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;
 };
 
 /// An engine for @p o's model and optimizer (collective over @p ctx).
@@ -35,6 +36,7 @@ inline std::unique_ptr<ModelState> engine_state(const TrainOptions &o, const Sta
   e.optimizer = o.optimizer;
   e.lr = o.lr.max_lr;
   e.reduce_bucket_bytes = s.bucket_bytes;
+  e.memory = s.memory;
   return make_engine_model_state(ctx, o.config, e);
 }
 

@@ -15,8 +15,13 @@ namespace gpt2 {
 // defined in private member functions nor with internal linkage.
 namespace engine_store_kernels {
 
-using HostBytes = Kokkos::View<uint16_t *, Kokkos::HostSpace, Unmanaged>;
-using HostFloats = Kokkos::View<float *, Kokkos::HostSpace, Unmanaged>;
+// The engine's buffers as Views: host memory, or the execution space's memory when the
+// engine lives on the device (a CUDA build; on the emulated device its memory is host
+// memory, which a host build's execution space reads).
+template <class Space>
+using EngineBytes = Kokkos::View<uint16_t *, Space, Unmanaged>;
+template <class Space>
+using EngineFloats = Kokkos::View<float *, Space, Unmanaged>;
 
 KOKKOS_INLINE_FUNCTION float bf16_to_float(uint16_t h) {
   union {
@@ -38,27 +43,29 @@ KOKKOS_INLINE_FUNCTION uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// dst (fp32, execution space) = the engine's values at @p src (host memory, @p dtype).
+// dst (fp32, execution space) = the engine's values at @p src (in Space, @p dtype).
+template <class Space>
 void load_values(Vec<float> dst, void *src, zrt_dtype_t dtype) {
   const size_t n = dst.extent(0);
   if (dtype == ZRT_DTYPE_FP32) {
-    Kokkos::deep_copy(dst, HostFloats(static_cast<float *>(src), n));
+    Kokkos::deep_copy(dst, EngineFloats<Space>(static_cast<float *>(src), n));
     return;
   }
-  // A copy only where the execution space cannot read host memory.
-  auto raw =
-      Kokkos::create_mirror_view_and_copy(MemSpace(), HostBytes(static_cast<uint16_t *>(src), n));
+  // A copy only where the execution space cannot read the engine's memory.
+  auto raw = Kokkos::create_mirror_view_and_copy(
+      MemSpace(), EngineBytes<Space>(static_cast<uint16_t *>(src), n));
   Kokkos::parallel_for(
       "engine_load_bf16", RangePolicy(0, static_cast<int64_t>(n)),
       KOKKOS_LAMBDA(int64_t i) { dst(i) = bf16_to_float(raw(i)); });
 }
 
-// The engine's gradient at @p dst (host memory, @p dtype) += src (fp32, execution space),
+// The engine's gradient at @p dst (in Space, @p dtype) += src (fp32, execution space),
 // rounded once to the engine's dtype.
+template <class Space>
 void add_grads(void *dst, zrt_dtype_t dtype, CVec<float> src) {
   const size_t n = src.extent(0);
   if (dtype == ZRT_DTYPE_FP32) {
-    HostFloats host(static_cast<float *>(dst), n);
+    EngineFloats<Space> host(static_cast<float *>(dst), n);
     auto g = Kokkos::create_mirror_view_and_copy(MemSpace(), host);
     Kokkos::parallel_for(
         "engine_add_fp32", RangePolicy(0, static_cast<int64_t>(n)),
@@ -66,7 +73,7 @@ void add_grads(void *dst, zrt_dtype_t dtype, CVec<float> src) {
     Kokkos::deep_copy(host, g);  // nothing to do when g is host itself
     return;
   }
-  HostBytes host(static_cast<uint16_t *>(dst), n);
+  EngineBytes<Space> host(static_cast<uint16_t *>(dst), n);
   auto g = Kokkos::create_mirror_view_and_copy(MemSpace(), host);
   Kokkos::parallel_for(
       "engine_add_bf16", RangePolicy(0, static_cast<int64_t>(n)),
@@ -78,22 +85,24 @@ void add_grads(void *dst, zrt_dtype_t dtype, CVec<float> src) {
 
 namespace {
 
-void check(zrt_status_t rc, const char *call) {
-  if (rc != ZRT_SUCCESS)
-    throw std::runtime_error(fmt::format("{}: {}", call, zrt_last_error_message()));
+// zerort's messages begin with the function that failed.
+void check(zrt_status_t rc) {
+  if (rc != ZRT_SUCCESS) throw std::runtime_error(zrt_last_error_message());
 }
 
 // The engine's buffers, or fp32 staging buffers in the execution space (see the header).
 class EngineParameterStore final : public ParameterStore<float> {
  public:
   EngineParameterStore(zrt_engine_h engine, std::vector<TensorSpec> tensors,
-                       std::vector<zrt_param_h> handles, zrt_dtype_t dtype)
+                       std::vector<zrt_param_h> handles, zrt_dtype_t dtype, bool on_device)
       : engine_(engine),
         tensors_(std::move(tensors)),
         handles_(std::move(handles)),
         dtype_(dtype),
+        on_device_(on_device),
         direct_(dtype == ZRT_DTYPE_FP32 &&
-                Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible),
+                (on_device ? Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible
+                           : Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)),
         values_(tensors_.size()),
         grads_(tensors_.size()) {}
 
@@ -102,21 +111,25 @@ class EngineParameterStore final : public ParameterStore<float> {
   const std::vector<TensorSpec> &tensors() const override { return tensors_; }
 
   void set(int id, const float *host_values) override {
-    check(zrt_param_set(engine_, handle(id), host_values, ZRT_DTYPE_FP32), "zrt_param_set");
+    check(zrt_param_set(engine_, handle(id), host_values, ZRT_DTYPE_FP32));
   }
 
   void get(int id, float *host_values) override {
-    check(zrt_param_get(engine_, handle(id), host_values, ZRT_DTYPE_FP32), "zrt_param_get");
+    check(zrt_param_get(engine_, handle(id), host_values, ZRT_DTYPE_FP32));
   }
 
   void gather(int id) override {
-    check(zrt_param_gather(engine_, handle(id)), "zrt_param_gather");
+    check(zrt_param_gather(engine_, handle(id)));
     if (direct_) return;
     auto &v = values_[static_cast<size_t>(id)];
     v = Kokkos::View<float *, MemSpace>(
         Kokkos::view_alloc("staged_values", Kokkos::WithoutInitializing),
         static_cast<size_t>(numel(id)));
-    engine_store_kernels::load_values(Vec<float>(v.data(), v.extent(0)), engine_values(id), dtype_);
+    Vec<float> dst(v.data(), v.extent(0));
+    if (on_device_)
+      engine_store_kernels::load_values<MemSpace>(dst, engine_values(id), dtype_);
+    else
+      engine_store_kernels::load_values<Kokkos::HostSpace>(dst, engine_values(id), dtype_);
   }
 
   void release(int id) override {
@@ -124,7 +137,7 @@ class EngineParameterStore final : public ParameterStore<float> {
     // may reuse the memory once released.
     Kokkos::fence();
     if (!direct_) values_[static_cast<size_t>(id)] = {};
-    check(zrt_param_release(engine_, handle(id)), "zrt_param_release");
+    check(zrt_param_release(engine_, handle(id)));
   }
 
   float *values(int id) override {
@@ -140,7 +153,7 @@ class EngineParameterStore final : public ParameterStore<float> {
     if (direct_) {
       // The engine's buffer holds zeros or the earlier micro-steps' sum: always add.
       void *g = nullptr;
-      check(zrt_grad_data(engine_, handle(id), &g), "zrt_grad_data");
+      check(zrt_grad_data(engine_, handle(id), &g));
       return {static_cast<float *>(g), true};
     }
     auto &g = grads_[static_cast<size_t>(id)];
@@ -158,12 +171,16 @@ class EngineParameterStore final : public ParameterStore<float> {
         throw std::logic_error(
             fmt::format("gradient of {} made ready without grad()", tensors_[size_t(id)].name));
       void *dst = nullptr;
-      check(zrt_grad_data(engine_, handle(id), &dst), "zrt_grad_data");
-      engine_store_kernels::add_grads(dst, dtype_, CVec<float>(g.data(), g.extent(0)));
+      check(zrt_grad_data(engine_, handle(id), &dst));
+      CVec<float> src(g.data(), g.extent(0));
+      if (on_device_)
+        engine_store_kernels::add_grads<MemSpace>(dst, dtype_, src);
+      else
+        engine_store_kernels::add_grads<Kokkos::HostSpace>(dst, dtype_, src);
       Kokkos::fence();
       g = {};
     }
-    check(zrt_grad_ready(engine_, handle(id)), "zrt_grad_ready");
+    check(zrt_grad_ready(engine_, handle(id)));
   }
 
  private:
@@ -175,7 +192,7 @@ class EngineParameterStore final : public ParameterStore<float> {
   int64_t numel(int id) const { return tensors_[static_cast<size_t>(id)].numel(); }
   void *engine_values(int id) {
     void *data = nullptr;
-    check(zrt_param_data(engine_, handle(id), &data), "zrt_param_data");
+    check(zrt_param_data(engine_, handle(id), &data));
     return data;
   }
 
@@ -183,6 +200,7 @@ class EngineParameterStore final : public ParameterStore<float> {
   std::vector<TensorSpec> tensors_;
   std::vector<zrt_param_h> handles_;
   zrt_dtype_t dtype_;
+  bool on_device_;
   bool direct_;
   std::vector<Kokkos::View<float *, MemSpace>> values_, grads_;  // staged, per tensor
 };
@@ -192,8 +210,8 @@ class EngineModelState final : public ModelState {
   EngineModelState(zrt_context_h context, const Gpt2Config &config, const EngineOptions &opt)
       : opt_(opt) {
     zrt_comm_h world = nullptr;
-    check(zrt_context_comm(context, &world), "zrt_context_comm");
-    check(zrt_comm_size(world, &ranks_), "zrt_comm_size");
+    check(zrt_context_comm(context, &world));
+    check(zrt_comm_size(world, &ranks_));
 
     zrt_engine_params_t p = {};
     p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
@@ -201,7 +219,8 @@ class EngineModelState final : public ModelState {
                    ZRT_ENGINE_PARAM_FIELD_BETAS | ZRT_ENGINE_PARAM_FIELD_EPS |
                    ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
                    ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
-                   ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC;
+                   ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+    p.memory_space = opt.memory;
     p.stage = opt.stage;
     p.compute_dtype = opt.dtype;
     p.optimizer = ZRT_OPTIMIZER_ADAMW;
@@ -223,22 +242,29 @@ class EngineModelState final : public ModelState {
       p.field_mask |= ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS;
       p.max_live_parameters = static_cast<size_t>(opt.max_live_parameters);
     }
-    check(zrt_engine_create(context, &p, &engine_), "zrt_engine_create");
+    check(zrt_engine_create(context, &p, &engine_));
     try {
       std::vector<TensorSpec> tensors = parameter_layout(config);
       std::vector<zrt_param_h> handles;
       for (const TensorSpec &t : tensors) {
         zrt_param_h h = nullptr;
         check(zrt_param_register(engine_, t.name.c_str(), opt.dtype,
-                                 static_cast<int>(t.shape.size()), t.shape.data(), &h),
-              "zrt_param_register");
-        if (!t.weight_decay)
-          check(zrt_param_set_weight_decay(engine_, h, 0.0), "zrt_param_set_weight_decay");
+                                 static_cast<int>(t.shape.size()), t.shape.data(), &h));
+        if (!t.weight_decay) check(zrt_param_set_weight_decay(engine_, h, 0.0));
         handles.push_back(h);
       }
-      check(zrt_engine_commit(engine_), "zrt_engine_commit");
+      check(zrt_engine_commit(engine_));
+      zrt_memory_report_t where{};
+      where.field_mask = ZRT_MEMORY_REPORT_FIELD_PLACEMENT;
+      check(zrt_engine_memory(engine_, &where));
+      on_device_ = where.device_bytes > 0;
+#if defined(KOKKOS_ENABLE_CUDA)
+      // The model's kernels run on Kokkos' stream: the engine orders its work with it.
+      if (on_device_)
+        check(zrt_engine_set_stream(engine_, Kokkos::DefaultExecutionSpace().cuda_stream()));
+#endif
       store_ = std::make_unique<EngineParameterStore>(engine_, std::move(tensors),
-                                                      std::move(handles), opt.dtype);
+                                                      std::move(handles), opt.dtype, on_device_);
     } catch (...) {
       zrt_engine_destroy(engine_);
       throw;
@@ -250,20 +276,22 @@ class EngineModelState final : public ModelState {
     zrt_engine_destroy(engine_);
   }
 
-  ParameterStore<float> &store() override { return *store_; }
+  ParameterStore<float> &store() override {
+    return *store_;
+  }
 
   double loss_scale() const override {
     double scale = 1;
-    check(zrt_engine_loss_scale(engine_, &scale), "zrt_engine_loss_scale");
+    check(zrt_engine_loss_scale(engine_, &scale));
     return scale;
   }
 
   StepReport step(double lr) override {
-    check(zrt_engine_set_lr(engine_, lr), "zrt_engine_set_lr");
+    check(zrt_engine_set_lr(engine_, lr));
     Kokkos::fence();
     zrt_step_report_t r{};
     r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
-    check(zrt_engine_step(engine_, &r), "zrt_engine_step");
+    check(zrt_engine_step(engine_, &r));
     StepReport s;
     s.applied = r.applied != 0;
     s.skipped = r.skipped != 0;
@@ -275,7 +303,7 @@ class EngineModelState final : public ModelState {
   StateMemory memory() const override {
     zrt_memory_report_t r{};
     r.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
-    check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
+    check(zrt_engine_memory(engine_, &r));
     StateMemory m;
     m.parameters = r.parameters;
     m.gradients = r.gradients;
@@ -288,7 +316,7 @@ class EngineModelState final : public ModelState {
   int64_t stage0_bytes() const override {
     zrt_memory_report_t r{};
     r.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
-    check(zrt_engine_memory(engine_, &r), "zrt_engine_memory");
+    check(zrt_engine_memory(engine_, &r));
     // fp32: 4 parameters + 4 gradients + 8 Adam moments; bf16: 2 + 2 + 4 master + 8.
     return 16 * r.parameter_count;
   }
@@ -297,24 +325,25 @@ class EngineModelState final : public ModelState {
     zrt_checkpoint_params_t p = {};
     p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_METADATA;
     p.metadata = metadata.c_str();
-    check(zrt_checkpoint_save(engine_, path.c_str(), &p), "zrt_checkpoint_save");
+    check(zrt_checkpoint_save(engine_, path.c_str(), &p));
   }
 
   void load(const std::string &path) override {
-    check(zrt_checkpoint_load(engine_, path.c_str()), "zrt_checkpoint_load");
+    check(zrt_checkpoint_load(engine_, path.c_str()));
   }
 
   std::string describe() const override {
-    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, AdamW{}{}", opt_.stage,
-                       ranks_, opt_.dtype == ZRT_DTYPE_BF16 ? "bf16" : "fp32",
+    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, AdamW{}, in {} memory{}",
+                       opt_.stage, ranks_, opt_.dtype == ZRT_DTYPE_BF16 ? "bf16" : "fp32",
                        opt_.dtype == ZRT_DTYPE_BF16 ? " with fp32 master weights" : "",
-                       opt_.deterministic ? ", deterministic" : "",
+                       opt_.deterministic ? ", deterministic" : "", on_device_ ? "device" : "host",
                        store_->direct() ? "" : " (tensors staged through fp32 buffers)");
   }
 
  private:
   EngineOptions opt_;
   int ranks_ = 1;
+  bool on_device_ = false;
   zrt_engine_h engine_ = nullptr;
   std::unique_ptr<EngineParameterStore> store_;
 };

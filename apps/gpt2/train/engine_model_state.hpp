@@ -6,9 +6,10 @@
 // Biases and LayerNorm gains get weight decay 0 (zrt_param_set_weight_decay).
 //
 // The model computes in fp32 on Kokkos' default execution space. Where the engine's memory
-// is fp32 and that space can read host memory (a host build with fp32), the store hands
-// the engine's own buffers to the model: no copies. Otherwise (bf16 compute, or a device
-// build) it stages each tensor: gather() converts the engine's values into an fp32 buffer in
+// is fp32 and that space can read it (a host build with the engine in host memory or on the
+// emulated device, whose memory is host memory; a CUDA build with the engine on the GPU),
+// the store hands the engine's own buffers to the model: no copies. Otherwise (bf16 compute, or a
+// device build) it stages each tensor: gather() converts the engine's values into an fp32 buffer in
 // the execution space's memory, backward writes the gradient into another, and grad_ready()
 // adds that, converted, into the engine's gradient buffer. Either way the model runs in
 // fp32; with bf16 the parameters it reads are the engine's bf16 copies (rounded from the
@@ -26,13 +27,14 @@
 namespace gpt2 {
 
 struct EngineOptions {
-  int stage = 2;                       // ZeRO stage, 0-3
-  zrt_dtype_t dtype = ZRT_DTYPE_FP32;  // parameters and gradients: fp32 or bf16
-  bool deterministic = false;          // reductions add in rank order
-  OptimizerConfig optimizer;           // AdamW, clipping, accumulation
-  double lr = 1e-3;                    // until the first step sets it
-  int64_t reduce_bucket_bytes = 0;     // 0: the engine's (configuration, 25 MiB)
-  int64_t max_live_parameters = -1;    // stage 3; < 0: the engine's
+  int stage = 2;                                        // ZeRO stage, 0-3
+  zrt_dtype_t dtype = ZRT_DTYPE_FP32;                   // parameters and gradients: fp32 or bf16
+  bool deterministic = false;                           // reductions add in rank order
+  OptimizerConfig optimizer;                            // AdamW, clipping, accumulation
+  double lr = 1e-3;                                     // until the first step sets it
+  int64_t reduce_bucket_bytes = 0;                      // 0: the engine's (configuration, 25 MiB)
+  int64_t max_live_parameters = -1;                     // stage 3; < 0: the engine's
+  zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;  // where the engine's buffers live
 };
 
 /// Creates an engine over @p context's ranks, registers @p config's tensors and commits.
