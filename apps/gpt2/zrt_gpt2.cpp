@@ -38,7 +38,7 @@ struct Cli {
   int zero_stage = 2;
   std::string dtype = "fp32";
   bool deterministic = false;
-  std::string memory_space = "host";
+  std::string device = "host";
   std::optional<double> bucket_mb;
   std::string data = "apps/data/cache/moby-dick";
   std::string data_format = "auto";
@@ -73,8 +73,7 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_flag("--deterministic", c.deterministic,
                "reductions add in rank order: bitwise-identical results for every stage and run "
                "at a given number of ranks");
-  // Not --device: Kokkos 3 takes that as its device id and aborts on a word.
-  app.add_option("--memory-space", c.memory_space,
+  app.add_option("--device", c.device,
                  "where the engine's buffers live: host; device (the rank's GPU: on a Kokkos "
                  "build with CUDA the model computes on the engine's device buffers); auto "
                  "(device when every rank has one); emulated (zerort's emulated device, for "
@@ -172,9 +171,9 @@ gpt2::EngineOptions engine_options(const Cli &c) {
   e.stage = c.zero_stage;
   e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
   e.deterministic = c.deterministic;
-  e.memory = c.memory_space == "host"   ? ZRT_ENGINE_MEMORY_HOST
-             : c.memory_space == "auto" ? ZRT_ENGINE_MEMORY_AUTO
-                                        : ZRT_ENGINE_MEMORY_DEVICE;
+  e.memory = c.device == "host"   ? ZRT_ENGINE_MEMORY_HOST
+             : c.device == "auto" ? ZRT_ENGINE_MEMORY_AUTO
+                                  : ZRT_ENGINE_MEMORY_DEVICE;
   e.optimizer = c.train.optimizer;
   e.lr = c.train.lr.max_lr;
   if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
@@ -240,9 +239,12 @@ int main(int argc, char **argv) {
   }
   int rc = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    // Kokkos sees only the program's name: the options are ours (Kokkos 3 would read
+    // --device as its device id), and Kokkos' settings come from its environment variables.
+    int kokkos_argc = 1;
+    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
     // The emulated device is a setting of the context (memory.device.emulate).
-    if (cli.memory_space == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
+    if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
     zrt_context_h ctx = nullptr;
     zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
     if (st != ZRT_SUCCESS) {
