@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "../device_required.hpp"
+
 namespace test {
 
 zrt_context_h context();
@@ -43,4 +45,19 @@ inline bool all_ranks(bool ok) {
   return v == 1;
 }
 
+// Why the context has no device memory ("" when it has: a GPU, or the emulated device).
+inline std::string device_missing() {
+  zrt_pool_h pool = nullptr;
+  if (zrt_context_pool(context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS) return "";
+  return last_error();
+}
+
 }  // namespace test
+
+// Skips the test (or fails it, where a device is required) when there is no device memory.
+#define ZRT_SKIP_WITHOUT_DEVICE()                                              \
+  do {                                                                         \
+    const std::string missing_ = test::device_missing();                       \
+    if (!missing_.empty())                                                     \
+      ZRT_NO_DEVICE(missing_ + " (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)"); \
+  } while (0)

@@ -3,6 +3,7 @@
 // host memory in deterministic mode, and the registry says which backend serves the
 // device and why. ctest runs these with ZRT_MEMORY_DEVICE_EMULATE=1 (mpi_emulated_device);
 // without a device they skip, saying so.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,11 +24,6 @@ nlohmann::json describe(zrt_context_h ctx) {
   zrt_context_describe(ctx, text.data(), text.size(), &n);
   text.resize(n);
   return nlohmann::json::parse(text);
-}
-
-bool have_device() {
-  zrt_pool_h pool = nullptr;
-  return zrt_context_pool(test::context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS;
 }
 
 // Deterministic values whose sums differ bit by bit with the summation order in 16-bit
@@ -60,22 +56,26 @@ struct DevicePool {
 TEST(DeviceCollectives, TheRegistryNamesTheBackendForDeviceMemoryAndWhy) {
   nlohmann::json d = describe(test::context());
   const nlohmann::json &backend = d["comm"]["world"]["backend"];
-  if (!have_device()) {
+  if (!test::device_missing().empty()) {
     EXPECT_TRUE(backend["device"].is_null());
     EXPECT_FALSE(backend.value("device_missing", "").empty());
-    GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one): "
-                 << backend.value("device_missing", "");
   }
+  ZRT_SKIP_WITHOUT_DEVICE();
   EXPECT_FALSE(backend["device"].is_null()) << backend.dump();
+  EXPECT_FALSE(backend.value("device_why", "").empty()) << backend.dump();
   if (d["memory"]["device"].value("kind", "") == "emulated") {
     EXPECT_EQ(backend["device"], "staged");
     EXPECT_NE(backend.value("device_why", "").find("emulated"), std::string::npos)
         << backend.dump();
   }
+  if (test::rank() == 0)
+    std::printf("  device collectives at np %d: %s (%s)\n", test::size(),
+                backend["device"].get<std::string>().c_str(),
+                backend.value("device_why", "").c_str());
 }
 
 TEST(DeviceCollectives, StagedResultsAreBitwiseTheHostResults) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   zrt_comm_params_t p = {};
   p.field_mask = ZRT_COMM_PARAM_FIELD_DETERMINISTIC;
   p.deterministic = 1;
@@ -149,7 +149,7 @@ TEST(DeviceCollectives, StagedResultsAreBitwiseTheHostResults) {
 }
 
 TEST(DeviceCollectives, HostAndDeviceBuffersInOneCollectiveAreRefused) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   DevicePool device;
   auto *d = static_cast<float *>(device.alloc(64 * sizeof(float)));
   std::vector<float> h(64, 1.0f);

@@ -18,11 +18,6 @@ namespace {
 
 #define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
 
-bool have_device() {
-  zrt_pool_h pool = nullptr;
-  return zrt_context_pool(test::context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS;
-}
-
 bool mentions(const std::string &what) {
   bool ok = test::last_error().find(what) != std::string::npos;
   if (!ok)
@@ -71,7 +66,7 @@ void make(Engine &e, const zrt_engine_params_t &p) {
 }  // namespace
 
 TEST(DeviceEngineMemory, ReportMatchesTheZeroAndZeroOffloadFormulas) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   const double n = test::size();
   for (int stage = 1; stage <= 3; ++stage)
     for (bool offload : {false, true}) {
@@ -99,7 +94,7 @@ TEST(DeviceEngineMemory, ReportMatchesTheZeroAndZeroOffloadFormulas) {
 }
 
 TEST(DeviceEngineCheckpoint, AFileSavedOnTheDeviceLoadsOnTheHostAndBack) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   int pid = static_cast<int>(getpid());  // rank 0's names the file every rank writes
   MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
   const std::string path = fmt::format("/tmp/zrt_device_ckpt_{}.h5", pid);
@@ -149,7 +144,7 @@ TEST(DeviceEngineCheckpoint, AFileSavedOnTheDeviceLoadsOnTheHostAndBack) {
 }
 
 TEST(DeviceEngineErrors, DeviceValuesAndForeignStreamsAreRefused) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   Engine e;
   make(e, params_of(2, ZRT_DTYPE_FP32, ZRT_ENGINE_MEMORY_DEVICE, false));
   void *data = nullptr;
@@ -169,7 +164,7 @@ TEST(DeviceEngineErrors, DeviceValuesAndForeignStreamsAreRefused) {
 }
 
 TEST(EngineErrors, DeviceMemoryWithoutADeviceIsRefusedOnEveryRankAndAutoFallsBack) {
-  if (have_device()) GTEST_SKIP() << "this rank has a device";
+  if (test::device_missing().empty()) GTEST_SKIP() << "this rank has a device";
   zrt_engine_params_t p = params_of(2, ZRT_DTYPE_FP32, ZRT_ENGINE_MEMORY_DEVICE, false);
   zrt_engine_h e = nullptr;
   EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_NOT_SUPPORTED);

@@ -491,21 +491,14 @@ TEST(Engine, OptimizerOffloadGivesTheSameParameters) {
 
 // --- the engine on the device ------------------------------------------------------------
 
-namespace {
-
-bool have_device() {
-  zrt_pool_h pool = nullptr;
-  return zrt_context_pool(test::context(), ZRT_MEMORY_DEVICE, &pool) == ZRT_SUCCESS;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // On the emulated device (ZRT_MEMORY_DEVICE_EMULATE=1, ctest's mpi_emulated_device) the
 // device engine runs every kernel and copy the GPU would, and in deterministic mode must
 // end with the host engine's parameters to the bit: every stage, with and without
 // ZeRO-Offload, fp32 and bf16, accumulation and per-parameter decay, AdamW, SGD and LAMB.
 TEST(DeviceEngine, EveryStageAndOffloadMatchTheHostEngineBitwise) {
-  if (!have_device()) GTEST_SKIP() << "no device (ZRT_MEMORY_DEVICE_EMULATE=1 emulates one)";
+  ZRT_SKIP_WITHOUT_DEVICE();
   struct Variant {
     zrt_dtype_t dtype;
     zrt_optimizer_t optimizer;

@@ -49,7 +49,7 @@ std::vector<char> to_host(DeviceBuffer &d, size_t bytes) {
 }  // namespace
 
 TEST(Nccl, CollectivesOnDeviceBuffersMatchTheReference) {
-  if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+  if (!have_gpu()) ZRT_NO_DEVICE("no usable CUDA device");
   int n = size(), me = rank(), salt = 12000;
   zrt_comm_h comm = nccl_comm(false);
   ASSERT_NE(comm, nullptr);
@@ -104,7 +104,7 @@ TEST(Nccl, CollectivesOnDeviceBuffersMatchTheReference) {
 }
 
 TEST(Nccl, DeterministicModeEqualsTheHostBackendsBitForBit) {
-  if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+  if (!have_gpu()) ZRT_NO_DEVICE("no usable CUDA device");
   int me = rank();
   zrt_comm_h dev = nccl_comm(true);
   zrt_comm_params_t p = {};
@@ -134,7 +134,7 @@ TEST(Nccl, DeterministicModeEqualsTheHostBackendsBitForBit) {
 }
 
 TEST(Nccl, HostBackendsRefuseDeviceBuffersAndAutoSendsThemToNccl) {
-  if (!have_gpu()) GTEST_SKIP() << "no usable CUDA device";
+  if (!have_gpu()) ZRT_NO_DEVICE("no usable CUDA device");
   DeviceBuffer a(64), b(64);
   zrt_comm_params_t p = {};
   p.field_mask = ZRT_COMM_PARAM_FIELD_BACKEND;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../device_required.hpp"
 #include "memory/cuda/cuda_memory.hpp"
 #include "memory/offload.hpp"
 #include "pool_test_util.hpp"
@@ -42,7 +43,7 @@ TEST(CudaMemory, DevicePoolCompactsAndKeepsContents) {
   std::string why;
   if (!pool) {
     make_cuda_device_resource(0, &why);
-    GTEST_SKIP() << why;
+    ZRT_NO_DEVICE(why);
   }
   auto copy = make_cuda_copy_engine(0, &why);
   ASSERT_NE(copy, nullptr) << why;
@@ -72,7 +73,7 @@ TEST(CudaMemory, OffloadFromDeviceMemoryCountsTheDeviceBytesSaved) {
   std::string why;
   if (!device) {
     make_cuda_device_resource(0, &why);
-    GTEST_SKIP() << why;
+    ZRT_NO_DEVICE(why);
   }
   PoolOptions p;
   p.name = "pinned";
