@@ -21,6 +21,7 @@
 #include <string>
 
 #include "memory/resource.hpp"
+#include "runtime/error.hpp"
 
 namespace zrt {
 
@@ -32,6 +33,13 @@ class Event {
     virtual ~State() = default;
     virtual bool done() = 0;         // non-blocking
     virtual void synchronize() = 0;  // the host waits; throws Error(ZRT_ERR_BACKEND)
+    // Seconds from start to this event on the stream's clock, both timed (record_timed)
+    // and complete; false when either is untimed.
+    virtual bool seconds_since(State &start, double *seconds) {
+      (void)start;
+      (void)seconds;
+      return false;
+    }
   };
   Event() = default;
   explicit Event(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -40,6 +48,14 @@ class Event {
     if (state_) state_->synchronize();
   }
   State *state() const { return state_.get(); }
+  // Seconds between two complete timed events of one stream (Stream::record_timed);
+  // throws Error(ZRT_ERR_INTERNAL) when they are not.
+  double seconds_since(const Event &start) const {
+    double seconds = 0;
+    if (!state_ || !start.state_ || !state_->seconds_since(*start.state_, &seconds))
+      fail(ZRT_ERR_INTERNAL, "seconds between events that are not both timed");
+    return seconds;
+  }
   explicit operator bool() const { return state_ != nullptr; }
 
  private:
@@ -61,6 +77,9 @@ class Stream {
   virtual void run(const std::function<void()> &work) = 0;
   // An event that completes when everything enqueued so far has.
   virtual Event record() = 0;
+  // The same, stamped with the time the stream reaches it (CUDA: a timing event, which
+  // costs more than record's), for Event::seconds_since.
+  virtual Event record_timed() = 0;
   // Work enqueued after this waits for e (the host does not wait).
   virtual void wait(const Event &e) = 0;
   // The host waits for everything enqueued so far.

@@ -256,6 +256,13 @@ void Engine::validate_ready(const std::function<void()> &check) {
 StepReport Engine::step(const std::function<void()> &check) {
   validate_ready(check);
   StepReport report;
+  // The last micro-step reports the offload copies of the whole accumulation, by then
+  // complete (end_accumulation synchronizes).
+  auto offload_times = [&] {
+    const EngineMemory::OffloadTimes t = memory_->take_offload_times();
+    report.offload_copy_seconds = t.copy_seconds;
+    report.offload_exposed_seconds = t.exposed_seconds;
+  };
   if (!reducer_->last_micro_step()) {
     reducer_->drain();
     reducer_->next_micro_step();
@@ -277,6 +284,7 @@ StepReport Engine::step(const std::function<void()> &check) {
     report.step = step_;
     report.loss_scale = scaler_.scale();
     report.grad_norm = std::numeric_limits<double>::infinity();
+    offload_times();  // end_accumulation synchronized
     log::info("step {}: gradient overflow on some rank, step skipped, loss scale now {}", step_,
               scaler_.scale());
     return report;
@@ -292,6 +300,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   reducer_->end_accumulation();
   ++step_;
   scaler_.update(false);
+  offload_times();
   report.applied = true;
   report.step = step_;
   report.loss_scale = scaler_.scale();

@@ -48,6 +48,7 @@ struct StepReport {
   bool applied = false, skipped = false;
   int64_t step = 0;
   double loss_scale = 1, grad_norm = 0;
+  double offload_copy_seconds = 0, offload_exposed_seconds = 0;
 };
 
 // What zrt_engine_memory reports (zrt_memory_report_t's fields).

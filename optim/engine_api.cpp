@@ -46,6 +46,11 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
          [](const StepReport &r, zrt_step_report_t &o) { o.loss_scale = r.loss_scale; }},
         {ZRT_STEP_REPORT_FIELD_GRAD_NORM, "grad_norm",
          [](const StepReport &r, zrt_step_report_t &o) { o.grad_norm = r.grad_norm; }},
+        {ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES, "offload_copy_seconds, offload_exposed_seconds",
+         [](const StepReport &r, zrt_step_report_t &o) {
+           o.offload_copy_seconds = r.offload_copy_seconds;
+           o.offload_exposed_seconds = r.offload_exposed_seconds;
+         }},
     }};
 
 const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{

@@ -1,5 +1,6 @@
 #include "optim/engine_memory.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "memory/memory_part.hpp"
@@ -91,6 +92,29 @@ void EngineMemory::copy(void *dst, const void *src, size_t bytes) {
 
 void EngineMemory::synchronize() {
   if (stream_) stream_->synchronize();
+}
+
+void EngineMemory::offload_copy(void *dst, const void *src, size_t bytes) {
+  if (!on_device() || bytes == 0) return copy(dst, src, bytes);
+  Event start = stream_->record_timed();
+  stream_->copy(dst, src, bytes);
+  offload_copies_.emplace_back(std::move(start), stream_->record_timed());
+}
+
+void EngineMemory::offload_synchronize() {
+  const auto t0 = std::chrono::steady_clock::now();
+  synchronize();
+  offload_exposed_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+EngineMemory::OffloadTimes EngineMemory::take_offload_times() {
+  OffloadTimes t;
+  for (const auto &[start, end] : offload_copies_)
+    t.copy_seconds += end.seconds_since(start);
+  t.exposed_seconds = offload_exposed_;
+  offload_copies_.clear();
+  offload_exposed_ = 0;
+  return t;
 }
 
 void EngineMemory::program_waits() {

@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "memory/device.hpp"
 #include "memory/pool_buffer.hpp"
@@ -71,6 +73,18 @@ class EngineMemory {
   void copy(void *dst, const void *src, size_t bytes);
   // The host waits for the engine's stream (no-op on the host).
   void synchronize();
+
+  // ZeRO-Offload's copies between device and pinned host memory: copy() timed on the
+  // engine's stream, and the host's waits for them, so that a step can report how much of
+  // the copying nothing hid (the step report's offload times).
+  void offload_copy(void *dst, const void *src, size_t bytes);
+  void offload_synchronize();
+  struct OffloadTimes {
+    double copy_seconds = 0;     // the stream's time on the offload copies
+    double exposed_seconds = 0;  // the host's time waiting in offload_synchronize
+  };
+  // The times since the last call; the copies must be complete (offload_synchronize).
+  OffloadTimes take_offload_times();
   // The program's later work waits for the engine's work so far.
   void program_waits();
   // An event that completes after the program's work so far and the engine's (what a
@@ -87,6 +101,8 @@ class EngineMemory {
   Device *device_ = nullptr;
   std::unique_ptr<Stream> stream_, program_;
   std::unique_ptr<DeviceKernels> kernels_;
+  std::vector<std::pair<Event, Event>> offload_copies_;  // start, end
+  double offload_exposed_ = 0;
 };
 
 }  // namespace zrt

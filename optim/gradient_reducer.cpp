@@ -172,18 +172,19 @@ void GradientReducer::land(const BucketInfo &b, int landing) {
     case Reduction::AllReduce:
       return;
     case Reduction::ReduceScatterToSlice:
-      memory_.copy(to_host_ ? state_.host_grads(b.shard_offset)
-                            : state_.grads(layout_.slice_begin(b, rank_)),
-                   landing_.data(landing), bytes);
+      if (to_host_)
+        memory_.offload_copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
+      else
+        memory_.copy(state_.grads(layout_.slice_begin(b, rank_)), landing_.data(landing), bytes);
       return;
     case Reduction::ReduceScatterBuckets:
       if (landing < 0) return;  // it landed in the shard itself
       if (to_host_ && micro_ == 0) {
         // Overlapped with the rest of backward: the copy runs on the engine's stream.
-        memory_.copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
+        memory_.offload_copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
       } else if (to_host_) {
-        memory_.copy(host_landing_.bytes(), landing_.data(landing), bytes);
-        memory_.synchronize();
+        memory_.offload_copy(host_landing_.bytes(), landing_.data(landing), bytes);
+        memory_.offload_synchronize();
         accumulate(state_.host_grads(b.shard_offset), host_landing_.bytes(), b.slice, dtype_);
       } else if (memory_.on_device()) {
         memory_.kernels().accumulate(memory_.stream(), state_.grads(b.shard_offset),
@@ -219,7 +220,12 @@ void GradientReducer::drain() {
 
 void GradientReducer::finish() {
   drain();
-  memory_.synchronize();
+  // With ZeRO-Offload what is left of the gradients' copies to the host: the part of them
+  // that backward did not hide.
+  if (to_host_)
+    memory_.offload_synchronize();
+  else
+    memory_.synchronize();
 }
 
 int GradientReducer::first_not_ready() const {

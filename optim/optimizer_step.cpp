@@ -131,8 +131,8 @@ std::vector<OptimizerStep::Piece> OptimizerStep::param_pieces() const {
   return pieces;
 }
 
-void OptimizerStep::for_each_range(
-    const std::function<void(int, const OptimRange &)> &kernel) const {
+void OptimizerStep::for_each_range(const std::function<void(int, const OptimRange &)> &kernel,
+                                   const std::function<void(const OwnedRange &)> &done) const {
   constexpr size_t kGrain = 4096;
   if (!params_.custom_decay()) {
     // One weight decay for everything: whole owned ranges, padding included (zeros stay 0).
@@ -141,6 +141,7 @@ void OptimizerStep::for_each_range(
       threads_.parallel_for(r.count, kGrain, [&](size_t begin, size_t end) {
         kernel(-1, sub_range(r, begin, end - begin));
       });
+      if (done) done(o);
     }
     return;
   }
@@ -160,6 +161,9 @@ void OptimizerStep::for_each_range(
     for (size_t i = begin; i < end; ++i)
       kernel(small[i].param, small[i].range);
   });
+  if (done)
+    for (const OwnedRange &o : owned_)
+      done(o);
 }
 
 void OptimizerStep::for_each_range_on_device(
@@ -175,6 +179,10 @@ void OptimizerStep::for_each_range_on_device(
 
 void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   const double t = static_cast<double>(step + 1);
+  // ZeRO-Offload: each range goes back to the device as soon as the CPU has updated it,
+  // its copy overlapping the update of the next.
+  std::function<void(const OwnedRange &)> copy_back;
+  if (state_.offload_to_host()) copy_back = [this](const OwnedRange &o) { copy_to_device(o); };
   auto decay_of = [&](int param) {
     return param < 0 ? settings_.weight_decay
                      : params_.weight_decay_of(param, settings_.weight_decay);
@@ -196,7 +204,7 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
     if (on_device_)
       for_each_range_on_device(sgd);
     else
-      for_each_range(sgd);
+      for_each_range(sgd, copy_back);
     return;
   }
   AdamStep base;
@@ -211,10 +219,14 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   base.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
   base.grad_scale = grad_scale;
   if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
-    if (on_device_)
+    if (on_device_) {
       run_lamb_on_device(base, lr);
-    else
+    } else {
       run_lamb(base, lr);
+      if (copy_back)
+        for (const OwnedRange &o : owned_)
+          copy_back(o);
+    }
     return;
   }
   auto adam = [&](int param, const OptimRange &r) {
@@ -230,7 +242,7 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   if (on_device_)
     for_each_range_on_device(adam);
   else
-    for_each_range(adam);
+    for_each_range(adam, copy_back);
 }
 
 void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
@@ -275,22 +287,29 @@ void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
   }
 }
 
+void OptimizerStep::copy_to_device(const OwnedRange &o) {
+  // The host's fp32 weights to the device's parameters, converted on the host into the
+  // host shard of the gradient (whose values the optimizer has used) on the way.
+  const float *w = state_.weights(o.state);
+  void *dst = state_.params(o.index(stage_.params));
+  if (settings_.mixed()) {
+    char *staging = state_.host_grads(o.state);
+    kernels_.convert(w, staging, settings_.dtype, o.count);
+    memory_.offload_copy(dst, staging, o.count * esize_);
+  } else {
+    memory_.offload_copy(dst, w, o.count * sizeof(float));
+  }
+}
+
 void OptimizerStep::refresh_compute_copies(bool all) {
   const bool mixed = settings_.mixed();
   if (state_.offload_to_host()) {
-    // The host's fp32 weights to the device's parameters, converted on the host into the
-    // host shard of the gradient (whose values the optimizer has used) on the way.
-    for (const OwnedRange &o : owned_) {
-      const float *w = state_.weights(o.state);
-      void *dst = state_.params(o.index(stage_.params));
-      if (mixed) {
-        char *staging = state_.host_grads(o.state);
-        kernels_.convert(w, staging, settings_.dtype, o.count);
-        memory_.copy(dst, staging, o.count * esize_);
-      } else {
-        memory_.copy(dst, w, o.count * sizeof(float));
-      }
-    }
+    // run() copied each range as it finished; what the host waits for now is the part of
+    // the copies that the update did not hide.
+    if (all)
+      for (const OwnedRange &o : owned_)
+        copy_to_device(o);
+    memory_.offload_synchronize();
     return;
   }
   if (!all || !mixed) return;  // the kernels wrote the compute copies themselves

@@ -41,11 +41,12 @@ class OptimizerStep {
   // unless this rank updates everything (stage 0).
   double grad_norm_squared() const;
   // Updates the owned ranges with gradients multiplied by grad_scale; `step` is the number
-  // of steps applied before this one. Collective over control for LAMB.
+  // of steps applied before this one. Collective over control for LAMB. With ZeRO-Offload
+  // each updated range is copied back to the device as it finishes.
   void run(float grad_scale, double lr, int64_t step);
   // The compute-dtype parameters from the fp32 weights where the optimizer does not write
-  // them itself: ZeRO-Offload's copy back to the device after run(), and every compute copy
-  // after a checkpoint load (all = true). On the engine's stream on the device.
+  // them itself: with ZeRO-Offload, waits for run()'s copies back to the device; every
+  // compute copy after a checkpoint load (all = true). On the engine's stream on the device.
   void refresh_compute_copies(bool all);
 
   // A parameter's part of an owned range.
@@ -61,7 +62,11 @@ class OptimizerStep {
   OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;
   // Runs kernel(param, range) over everything this rank updates, on the threads; param is
   // -1 when every parameter has the engine's weight decay.
-  void for_each_range(const std::function<void(int, const OptimRange &)> &kernel) const;
+  // done(range), when given, runs once a range is updated (at the end with per-parameter decay).
+  void for_each_range(const std::function<void(int, const OptimRange &)> &kernel,
+                      const std::function<void(const OwnedRange &)> &done = nullptr) const;
+  // ZeRO-Offload: an owned range's updated weights to the device's parameters.
+  void copy_to_device(const OwnedRange &o);
   void run_lamb(const AdamStep &base, double lr) const;
   void run_lamb_on_device(const AdamStep &base, double lr) const;
   // for_each_range on the device: a kernel per owned range, or per piece with per-parameter

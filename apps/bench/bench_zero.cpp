@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#if ZRT_BENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +31,60 @@ struct ZeroOptions {
   // engine's; device: the device engine on the GPU (the host touches no parameter or
   // gradient: the synthetic compute and the gradients are left out).
   std::string memory_space = "host";
+  // ZeRO-Offload (offload_optimizer = cpu) at stages 1-3; stage 0, which cannot offload,
+  // stays the baseline.
+  bool offload = false;
+};
+
+// The program's device work on a GPU: forward and backward stand-ins (device-to-device
+// copies, `passes` of a layer's weights forward and twice that backward) on a stream of
+// its own that the engine orders with (zrt_engine_set_stream), so that the engine's
+// copies have something to hide behind, as behind real kernels.
+class GpuWork {
+ public:
+#if ZRT_BENCH_HAVE_CUDA
+  explicit GpuWork(size_t bytes) : bytes_(bytes) {
+    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc(&a_, bytes) != cudaSuccess || cudaMalloc(&b_, bytes) != cudaSuccess) {
+      std::fprintf(stderr, "zrt-bench zero: the GPU stand-in work: %s\n",
+                   cudaGetErrorString(cudaGetLastError()));
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  ~GpuWork() {
+    cudaStreamSynchronize(stream_);
+    cudaFree(a_);
+    cudaFree(b_);
+    cudaStreamDestroy(stream_);
+  }
+  void *stream() const {
+    return stream_;
+  }
+  void run(int passes) {
+    for (int p = 0; p < passes; ++p)
+      cudaMemcpyAsync(p % 2 ? a_ : b_, p % 2 ? b_ : a_, bytes_, cudaMemcpyDeviceToDevice, stream_);
+  }
+  void synchronize() {
+    cudaStreamSynchronize(stream_);
+  }
+
+ private:
+  size_t bytes_;
+  cudaStream_t stream_ = nullptr;
+  void *a_ = nullptr, *b_ = nullptr;
+#else
+  explicit GpuWork(size_t) {}
+  void *stream() const {
+    return nullptr;
+  }
+  void run(int) {}
+  void synchronize() {}
+#endif
+};
+
+struct CaseResult {
+  double seconds = 0;                            // median step time
+  double offload_copy = 0, offload_exposed = 0;  // summed over the timed steps
 };
 
 #define ZCHECK(call)                                                                     \
@@ -49,16 +107,18 @@ float synthetic_compute(const float *w, size_t n, int passes) {
   return s;
 }
 
-double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap, bool device,
-                bool host_touches) {
+CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap, bool device,
+                    bool host_touches, GpuWork *gpu) {
   zrt_engine_params_t p = {};
   p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
-                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER;
   p.stage = stage;
   p.overlap = overlap;
   p.memory_space = device ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
+  p.offload_optimizer = opt.offload && stage > 0;
   zrt_engine_h e = nullptr;
   ZCHECK(zrt_engine_create(ctx, &p, &e));
+  if (gpu != nullptr) ZCHECK(zrt_engine_set_stream(e, gpu->stream()));
   const int64_t w_shape[2] = {opt.width, opt.width}, b_shape[1] = {opt.width};
   std::vector<zrt_param_h> W(static_cast<size_t>(opt.layers)), B(static_cast<size_t>(opt.layers));
   for (int l = 0; l < opt.layers; ++l) {
@@ -82,6 +142,7 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
       ZCHECK(zrt_param_data(e, h, &data));
       if (host_touches)
         sink = sink + synthetic_compute(static_cast<float *>(data), init.size(), opt.passes);
+      if (gpu != nullptr) gpu->run(opt.passes);
       ZCHECK(zrt_param_release(e, h));
     }
     for (int l = opt.layers - 1; l >= 0; --l) {  // backward
@@ -97,25 +158,46 @@ double run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overl
           for (size_t i = 0; i < n; ++i)
             g[i] += 1e-3f;
         }
+        if (gpu != nullptr && n == init.size()) gpu->run(2 * opt.passes);
         ZCHECK(zrt_grad_ready(e, h));
         ZCHECK(zrt_param_release(e, h));
       }
     }
-    ZCHECK(zrt_engine_step(e, nullptr));
+    zrt_step_report_t r{};
+    r.field_mask = ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES;
+    ZCHECK(zrt_engine_step(e, &r));
+    if (gpu != nullptr) gpu->synchronize();  // the step ends with the program's work done
+    return r;
   };
   iteration();  // warm-up
   std::vector<double> times;
+  CaseResult out;
   for (int s = 0; s < opt.steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    iteration();
+    const zrt_step_report_t r = iteration();
     double dt = MPI_Wtime() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     times.push_back(dt);
+    out.offload_copy += r.offload_copy_seconds;
+    out.offload_exposed += r.offload_exposed_seconds;
   }
   ZCHECK(zrt_engine_destroy(e));
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  out.seconds = times[times.size() / 2];
+  // Rank 0 reports the rank whose copies were least hidden.
+  double shares[2] = {out.offload_exposed, out.offload_copy};
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  struct {
+    double share;
+    int rank;
+  } mine{out.offload_copy > 0 ? out.offload_exposed / out.offload_copy : 0, rank}, worst{};
+  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  MPI_Bcast(shares, 2, MPI_DOUBLE, worst.rank, MPI_COMM_WORLD);
+  out.offload_exposed = shares[0];
+  out.offload_copy = shares[1];
+  return out;
 }
 
 int run_zero(const ZeroOptions &opt) {
@@ -129,20 +211,45 @@ int run_zero(const ZeroOptions &opt) {
   const double params = static_cast<double>(opt.layers) * opt.width * (opt.width + 1);
   const bool device = opt.memory_space != "host", beside_host = opt.memory_space == "emulated";
   const bool host_touches = opt.memory_space != "device";
+  const bool offload_times = device && opt.offload;
+  // On a GPU the program's work is device work (GpuWork); a build without CUDA has none.
+  std::unique_ptr<GpuWork> gpu;
+#if ZRT_BENCH_HAVE_CUDA
+  if (opt.memory_space == "device") {
+    // On the GPU the context chose for this rank (the engine refuses a stream of another).
+    size_t len = 0;
+    zrt_context_describe(ctx, nullptr, 0, &len);
+    std::string text(len + 1, '\0');
+    zrt_context_describe(ctx, text.data(), text.size(), &len);
+    text.resize(len);
+    const nlohmann::json d = nlohmann::json::parse(text, nullptr, false);
+    if (d.is_object() && d["memory"]["device"].is_object())
+      cudaSetDevice(d["memory"]["device"].value("index", 0));
+    gpu = std::make_unique<GpuWork>(static_cast<size_t>(opt.width) * opt.width * sizeof(float));
+  }
+#endif
   if (rank == 0 && !opt.json)
     fmt::print(
-        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW, engine "
-        "in {} memory; median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}{}\n",
+        "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW{}, "
+        "engine in {} memory; median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}{}{}\n",
         opt.layers, opt.width, opt.width, params / 1e6, n,
+        opt.offload ? " with ZeRO-Offload at stages 1-3" : "",
         device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
         "seconds", "vs stage 0",
-        beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "");
+        beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "",
+        offload_times ? fmt::format(" {:>12} {:>8}", "copies s", "hidden") : "");
   for (bool overlap : {true, false}) {
     double base = 0;
     for (int stage : opt.stages) {
-      double t = run_case(ctx, opt, stage, overlap, device, host_touches);
+      const CaseResult c = run_case(ctx, opt, stage, overlap, device, host_touches, gpu.get());
+      const double t = c.seconds;
       // The orchestration's own cost on the emulated device: the same steps on the host.
-      double host = beside_host ? run_case(ctx, opt, stage, overlap, false, true) : 0;
+      double host =
+          beside_host ? run_case(ctx, opt, stage, overlap, false, true, nullptr).seconds : 0;
+      // The share of the offload copies that nothing made the host wait for (the least
+      // hidden rank's).
+      const bool offloaded = offload_times && c.offload_copy > 0;
+      const double hidden = offloaded ? std::max(0.0, 1.0 - c.offload_exposed / c.offload_copy) : 0;
       if (stage == 0) base = t;
       double ratio = base > 0 ? t / base : 0;
       if (rank != 0) continue;
@@ -160,10 +267,18 @@ int run_zero(const ZeroOptions &opt) {
           j["host_seconds"] = host;
           j["ratio_vs_host"] = t / host;
         }
+        j["offload"] = opt.offload && stage > 0;
+        if (offloaded) {
+          j["offload_copy_seconds"] = c.offload_copy;
+          j["offload_exposed_seconds"] = c.offload_exposed;
+          j["offload_hidden_share"] = hidden;
+        }
         fmt::print("{}\n", j.dump());
       } else {
-        fmt::print("{:>6} {:>8} {:>10.4f} {:>11.3f}x{}\n", stage, overlap ? "on" : "off", t, ratio,
-                   beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "");
+        fmt::print(
+            "{:>6} {:>8} {:>10.4f} {:>11.3f}x{}{}\n", stage, overlap ? "on" : "off", t, ratio,
+            beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
+            offloaded ? fmt::format(" {:>12.4f} {:>7.1f}%", c.offload_copy, 100 * hidden) : "");
       }
       std::fflush(stdout);
     }
@@ -190,6 +305,9 @@ void add_zero_bench(CLI::App &app) {
                   "parameter")
       ->check(CLI::IsMember({"host", "emulated", "device"}))
       ->capture_default_str();
+  sub->add_flag("--offload", opt->offload,
+                "ZeRO-Offload at stages 1-3 (stage 0 stays the baseline); on the device the "
+                "copies' time and the share of it hidden behind backward and the update");
   sub->callback([opt] {
     int rc = run_zero(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

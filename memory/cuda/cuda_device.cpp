@@ -14,9 +14,10 @@ namespace {
 
 class CudaEvent final : public Event::State {
  public:
-  CudaEvent(int device, cudaStream_t stream) : device_(device) {
+  CudaEvent(int device, cudaStream_t stream, bool timed = false) : device_(device) {
     DeviceScope scope(device_);
-    cudaError_t err = cudaEventCreateWithFlags(&event_, cudaEventDisableTiming);
+    cudaError_t err =
+        cudaEventCreateWithFlags(&event_, timed ? cudaEventDefault : cudaEventDisableTiming);
     if (err != cudaSuccess) cuda_fail(ZRT_ERR_BACKEND, "cudaEventCreateWithFlags", err);
     err = cudaEventRecord(event_, stream);
     if (err != cudaSuccess) {
@@ -37,6 +38,17 @@ class CudaEvent final : public Event::State {
   void synchronize() override {
     cudaError_t err = cudaEventSynchronize(event_);
     if (err != cudaSuccess) cuda_fail(ZRT_ERR_BACKEND, "cudaEventSynchronize", err);
+  }
+  bool seconds_since(Event::State &start, double *seconds) override {
+    auto *s = dynamic_cast<CudaEvent *>(&start);
+    if (s == nullptr) return false;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, s->event_, event_) != cudaSuccess) {
+      cudaGetLastError();  // an untimed event: not sticky
+      return false;
+    }
+    *seconds = ms * 1e-3;
+    return true;
   }
   cudaEvent_t get() const { return event_; }
 
@@ -91,6 +103,9 @@ class CudaStream final : public Stream {
     }
   }
   Event record() override { return Event(std::make_shared<CudaEvent>(device_, stream_)); }
+  Event record_timed() override {
+    return Event(std::make_shared<CudaEvent>(device_, stream_, true));
+  }
   void wait(const Event &e) override {
     if (!e) return;
     auto *cuda = dynamic_cast<CudaEvent *>(e.state());

@@ -1,5 +1,7 @@
 #include "memory/emulated/emulated_device.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -115,6 +117,34 @@ class QueueEvent final : public Event::State {
   uint64_t ticket_;
 };
 
+// A QueueEvent stamped by the worker as it passes it (or at once, on the caller's stream).
+class TimedEvent final : public Event::State {
+ public:
+  using Clock = std::chrono::steady_clock;
+  TimedEvent(std::shared_ptr<Queue> queue, uint64_t ticket,
+             std::shared_ptr<std::atomic<int64_t>> stamp)
+      : queue_(std::move(queue)), ticket_(ticket), stamp_(std::move(stamp)) {}
+  static int64_t now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
+  }
+  bool done() override { return !queue_ || queue_->done(ticket_); }
+  void synchronize() override {
+    if (queue_) queue_->wait(ticket_);
+  }
+  bool seconds_since(Event::State &start, double *seconds) override {
+    auto *s = dynamic_cast<TimedEvent *>(&start);
+    if (s == nullptr) return false;
+    *seconds = static_cast<double>(stamp_->load() - s->stamp_->load()) * 1e-9;
+    return true;
+  }
+
+ private:
+  std::shared_ptr<Queue> queue_;  // null: stamped when recorded
+  uint64_t ticket_;
+  std::shared_ptr<std::atomic<int64_t>> stamp_;
+};
+
 class WorkerStream final : public Stream {
  public:
   WorkerStream() : queue_(std::make_shared<Queue>()) {}
@@ -135,6 +165,11 @@ class WorkerStream final : public Stream {
   Event record() override {
     return Event(std::make_shared<QueueEvent>(queue_, queue_->submitted()));
   }
+  Event record_timed() override {
+    auto stamp = std::make_shared<std::atomic<int64_t>>(0);
+    const uint64_t ticket = queue_->push([stamp] { stamp->store(TimedEvent::now()); });
+    return Event(std::make_shared<TimedEvent>(queue_, ticket, std::move(stamp)));
+  }
   void wait(const Event &e) override {
     if (e.done()) return;
     queue_->push([e] { e.synchronize(); });
@@ -154,6 +189,10 @@ class CallerStream final : public Stream {
   void fill(void *dst, int value, size_t bytes) override { std::memset(dst, value, bytes); }
   void run(const std::function<void()> &work) override { work(); }
   Event record() override { return Event(); }
+  Event record_timed() override {
+    return Event(std::make_shared<TimedEvent>(
+        nullptr, 0, std::make_shared<std::atomic<int64_t>>(TimedEvent::now())));
+  }
   void wait(const Event &e) override { e.synchronize(); }
   void synchronize() override {}
   void *native() const override { return nullptr; }

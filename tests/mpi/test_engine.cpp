@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "device_copy.hpp"
 #include "mpi_fixture.hpp"
 #include "values.hpp"
 
@@ -180,12 +181,22 @@ void train(const RunSpec &run, Result *out) {
   for (int step = 0; step < run.steps; ++step) {
     for (int micro = 0; micro < run.accumulation; ++micro) {
       // Forward and backward read the parameters in the compute dtype.
+      // On the device the test reads and writes the engine's buffers through copies, as a
+      // program's kernels would use them in place.
+      const bool device = run.memory == ZRT_ENGINE_MEMORY_DEVICE;
+      const size_t esize = run.dtype == ZRT_DTYPE_FP32 ? 4 : 2;
+      std::vector<char> staging;
       std::vector<std::vector<float>> p(h.size());
       for (size_t t = 0; t < h.size(); ++t) {
         CHECK_OK(zrt_param_gather(e, h[t]));
         void *data = nullptr;
         CHECK_OK(zrt_param_data(e, h[t], &data));
         p[t].resize(numel(kShapes[t]));
+        if (device) {
+          staging.resize(p[t].size() * esize);
+          test::device_copy(staging.data(), data, staging.size());
+          data = staging.data();
+        }
         for (size_t i = 0; i < p[t].size(); ++i)
           p[t][i] = load(data, i, run.dtype);
       }
@@ -197,8 +208,15 @@ void train(const RunSpec &run, Result *out) {
       for (size_t t : order) {
         void *grad = nullptr;
         CHECK_OK(zrt_grad_data(e, h[t], &grad));
+        void *where = grad;
+        if (device) {
+          staging.resize(g[t].size() * esize);
+          test::device_copy(staging.data(), grad, staging.size());
+          where = staging.data();
+        }
         for (size_t i = 0; i < g[t].size(); ++i)
-          add(grad, i, run.dtype, static_cast<float>(g[t][i] * scale));
+          add(where, i, run.dtype, static_cast<float>(g[t][i] * scale));
+        if (device) test::device_copy(grad, staging.data(), staging.size());
         CHECK_OK(zrt_grad_ready(e, h[t]));
       }
       for (size_t t = 0; t < h.size(); ++t)

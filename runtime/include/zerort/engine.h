@@ -287,7 +287,9 @@ enum zrt_step_report_field {
   ZRT_STEP_REPORT_FIELD_STEP = 1u << 2,
   ZRT_STEP_REPORT_FIELD_LOSS_SCALE = 1u << 3,
   ZRT_STEP_REPORT_FIELD_GRAD_NORM = 1u << 4,
-  ZRT_STEP_REPORT_FIELD_ALL = (1u << 5) - 1
+  /** offload_copy_seconds, offload_exposed_seconds */
+  ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES = 1u << 5,
+  ZRT_STEP_REPORT_FIELD_ALL = (1u << 6) - 1
 };
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
@@ -298,6 +300,15 @@ typedef struct zrt_step_report {
   int64_t step;        /**< optimizer steps applied so far */
   double loss_scale;   /**< the scale to multiply the next loss by */
   double grad_norm;    /**< global L2 norm of the unscaled gradient, before clipping */
+  /** ZeRO-Offload on the device (offload_optimizer with memory_space device; 0 otherwise):
+   *  this rank's stream time on the copies between device and pinned host memory during
+   *  the accumulation this call ends (gradient shards down, updated parameters up; 0 on
+   *  the other micro-steps), and of that the time
+   *  the host waited for them because nothing hid them (backward hides the gradients'
+   *  copies, the update of the next range the parameters'). 1 - exposed / copy is the
+   *  share hidden. */
+  double offload_copy_seconds;
+  double offload_exposed_seconds;
 } zrt_step_report_t;
 
 /**
