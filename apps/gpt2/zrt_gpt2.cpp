@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/data_location.hpp"
 #include "train/engine_model_state.hpp"
 #include "train/trainer.hpp"
 
@@ -40,7 +41,7 @@ struct Cli {
   bool deterministic = false;
   std::string device = "host";
   std::optional<double> bucket_mb;
-  std::string data = "apps/data/cache/moby-dick";
+  std::string data = (gpt2::data_root() / "moby-dick").string();
   std::string data_format = "auto";
   std::string tokenizer;
   std::optional<double> lr;

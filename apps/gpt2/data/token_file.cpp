@@ -1,5 +1,7 @@
 #include "token_file.hpp"
 
+#include "data/data_location.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -47,9 +49,9 @@ TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format,
   f.path_ = path;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    fail(path, fmt::format("cannot open: {} (run apps/data/prepare, or pass --data DIR with "
+    fail(path, fmt::format("cannot open: {} (run {}, or pass --data DIR with "
                            "train.bin and val.bin)",
-                           std::strerror(errno)));
+                           std::strerror(errno), prepare_command()));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "data/data_location.hpp"
 #include "pretokenize.hpp"
 
 namespace gpt2 {
@@ -20,7 +21,9 @@ namespace {
 
 std::string read_file(const std::filesystem::path &file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, "cannot be opened (run apps/data/prepare to fetch GPT-2's tokenizer)");
+  if (!in)
+    fail(file,
+         fmt::format("cannot be opened (run {} to fetch GPT-2's tokenizer)", prepare_command()));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
