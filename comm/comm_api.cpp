@@ -99,6 +99,18 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
   });
 }
 
+ZRT_API zrt_status_t zrt_comm_create_fortran(zrt_context_h context, MPI_Fint mpi_comm,
+                                             const zrt_comm_params_t *params, zrt_comm_h *comm_p) {
+  // A Fortran program has initialized MPI, or zrt_init (which needs it) has failed.
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return abi_call("zrt_comm_create", []() -> zrt_status_t {
+      fail(ZRT_ERR_INVALID_STATE, "call MPI_Init before zrt_comm_create from Fortran");
+    });
+  return zrt_comm_create(context, MPI_Comm_f2c(mpi_comm), params, comm_p);
+}
+
 ZRT_API zrt_status_t zrt_comm_destroy(zrt_comm_h comm) {
   return abi_call("zrt_comm_destroy", [&] {
     Communicator &c = comm_from(comm);

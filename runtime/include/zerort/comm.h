@@ -90,6 +90,14 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
                                      const zrt_comm_params_t *params, zrt_comm_h *comm_p);
 
 /**
+ * @brief zrt_comm_create for Fortran: @p mpi_comm is a Fortran handle (an mpi_f08
+ * type(MPI_Comm)'s MPI_VAL, or a `use mpi` integer). Used by the zerort Fortran module.
+ * Collective over @p mpi_comm, blocking. Thread-safe as zrt_comm_create.
+ */
+ZRT_API zrt_status_t zrt_comm_create_fortran(zrt_context_h context, MPI_Fint mpi_comm,
+                                             const zrt_comm_params_t *params, zrt_comm_h *comm_p);
+
+/**
  * @brief Destroy a communicator made by zrt_comm_create. Fails with ZRT_ERR_INVALID_STATE,
  * destroying nothing, while requests on it are in flight. The communicator returned by
  * zrt_context_comm cannot be destroyed (ZRT_ERR_INVALID_ARGUMENT).
