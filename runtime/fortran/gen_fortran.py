@@ -198,6 +198,11 @@ class Generator:
                     name)
         if base.endswith("*") and base[:-1] in self.struct_names:
             t = self.struct_names[base[:-1]]
+            if const and name == "params":
+                # params may be NULL in C (every field its default): optional here, and an
+                # absent optional reaches C as NULL (Fortran 2018, bind(C)).
+                return (f"type({t}), intent(in), optional :: {name}",
+                        f"type({t}), intent(in), optional :: {name}", name)
             if const:
                 return (f"type({t}), intent(in) :: {name}", f"type({t}), intent(in) :: {name}",
                         name)

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The installed package as an outside application sees it: install into a temporary
+# prefix, copy apps/examples out of the source tree, build each against the prefix alone
+# (C with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran
+# one then continues from its checkpoint on 1 rank), run the prefix's zrt-info and
+# zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's version message.
+#   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
+set -euo pipefail
+src=$1
+build=$2
+mpirun=$3
+tmp=$(mktemp -d /tmp/zrt-install-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+fail() { echo "FAILED: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "install into $prefix"
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
+  lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
+  include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
+  share/zerort/slurm/gpt2.sbatch; do
+  [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
+done
+if find "$prefix/include" -name '*.in' | grep -q .; then fail "a template is installed: $(find "$prefix/include" -name '*.in')"; fi
+
+# Nothing of the build tree may leak in: a clean environment, the examples out of the tree.
+cp -r "$src/apps/examples" "$tmp/src"
+export -n LD_LIBRARY_PATH CPATH LIBRARY_PATH 2>/dev/null || true
+unset LD_LIBRARY_PATH CPATH LIBRARY_PATH CMAKE_PREFIX_PATH PKG_CONFIG_PATH
+cd "$tmp"
+
+step "C with pkg-config"
+make -s -C src/c PKG_CONFIG_PATH="$prefix/lib/pkgconfig" > "$tmp/c.log" 2>&1 || { cat "$tmp/c.log"; fail "the C example did not build"; }
+if ldd src/c/allreduce | grep -q "$build"; then fail "the C example links the build tree"; fi
+"$mpirun" 2 src/c/allreduce | tee "$tmp/c.out"
+grep -q "allreduce: 2 ranks, backend .*, sum 2 4 6 8" "$tmp/c.out" || fail "the C example's output"
+
+step "C++ with find_package(zerort)"
+cmake -S src/cxx -B b-cxx -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/cxx.log" 2>&1 \
+  && cmake --build b-cxx >> "$tmp/cxx.log" 2>&1 || { cat "$tmp/cxx.log"; fail "the C++ example did not build"; }
+"$mpirun" 2 b-cxx/train | tee "$tmp/cxx.out"
+grep -q "caught zrt::error invalid state" "$tmp/cxx.out" || fail "the C++ example's error"
+grep -q "train: 2 ranks, 400 steps, max error 0.0" "$tmp/cxx.out" || fail "the C++ example's result"
+
+if [ -e "$prefix/lib/cmake/zerort/zerortFortranTargets.cmake" ]; then
+  step "Fortran with find_package(zerort COMPONENTS fortran)"
+  cmake -S src/fortran -B b-f -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/f.log" 2>&1 \
+    && cmake --build b-f >> "$tmp/f.log" 2>&1 || { cat "$tmp/f.log"; fail "the Fortran example did not build"; }
+  "$mpirun" 2 b-f/train 30 "$tmp/f.h5" | tee "$tmp/f1.out"
+  grep -q "train: step 30 loss" "$tmp/f1.out" || fail "the Fortran example's first run"
+  # On another number of ranks, from the checkpoint: the step count goes on.
+  "$mpirun" 1 b-f/train 30 "$tmp/f.h5" resume | tee "$tmp/f2.out"
+  grep -q "train: step 31 loss" "$tmp/f2.out" || fail "the resumed run does not start at step 31"
+  grep -q "train: step 60 loss" "$tmp/f2.out" || fail "the resumed run does not reach step 60"
+  first=$(sed -n 's/.*step 30 loss *//p' "$tmp/f1.out")
+  last=$(sed -n 's/.*step 60 loss *//p' "$tmp/f2.out")
+  python3 -c "import sys; a, b = float('$first'), float('$last'); sys.exit(0 if b < a else 1)" \
+    || fail "the loss did not fall after the resume ($first -> $last)"
+  "$prefix/bin/zrt-ckpt" inspect "$tmp/f.h5" | tee "$tmp/inspect.out"
+  grep -q "step 60, saved at stage 3 on 1 rank" "$tmp/inspect.out" || fail "zrt-ckpt inspect of the Fortran checkpoint"
+fi
+
+step "the prefix's tools"
+"$prefix/bin/zrt-info" > "$tmp/info.out"
+head -3 "$tmp/info.out"
+grep -q "^zerort " "$tmp/info.out" || fail "zrt-info from the prefix"
+
+step "a version the package does not provide"
+mkdir -p src/v9
+cat > src/v9/CMakeLists.txt <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(v9 LANGUAGES C)
+find_package(zerort 9.0 REQUIRED)
+CM
+if cmake -S src/v9 -B b-v9 -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/v9.log" 2>&1; then
+  fail "find_package(zerort 9.0) was accepted"
+fi
+grep -q "requested version \"9.0\"" "$tmp/v9.log" || { cat "$tmp/v9.log"; fail "no version message"; }
+echo "install: every example built against the prefix alone and ran"
