@@ -70,3 +70,4 @@ install(PROGRAMS apps/data/prepare DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/d
 install(FILES apps/data/reference_encode.js DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES slurm/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
 install(PROGRAMS slurm/gpt2.sbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
