@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "safetensors.hpp"
@@ -84,6 +85,7 @@ int inspect(const std::string &path, bool json) {
   nlohmann::json d = describe(path);
   Reader r(path);
   nlohmann::json rows = nlohmann::json::array();
+  std::vector<std::string> bad;  // tensors whose checksum does not match
   for (int i = 0; i < r.count(); ++i) {
     zrt_checkpoint_tensor_t t = r.tensor(i);
     std::vector<float> v = r.read(i);
@@ -91,6 +93,7 @@ int inspect(const std::string &path, bool json) {
     for (float x : v)
       sq += static_cast<double>(x) * x;
     const char *status = !t.has_checksum ? "none" : r.verify(i) ? "ok" : "BAD";
+    if (std::string_view(status) == "BAD") bad.push_back(t.name);
     rows.push_back({{"tensor", t.name},
                     {"shape", std::vector<int64_t>(t.shape, t.shape + t.ndim)},
                     {"numel", t.numel},
@@ -98,17 +101,26 @@ int inspect(const std::string &path, bool json) {
                     {"norm", std::sqrt(sq)},
                     {"checksum", status}});
   }
+  // A damaged tensor makes the whole inspection fail (exit 1), after the table.
+  const auto verdict = [&] {
+    if (bad.empty()) return 0;
+    fmt::print(stderr, "zrt-ckpt: {}: {} tensor(s) fail their checksum: {}\n", path, bad.size(),
+               fmt::join(bad, ", "));
+    return 1;
+  };
   if (json) {
     fmt::print("{}\n",
                nlohmann::json{{"file", path}, {"attributes", d}, {"tensors", rows}}.dump(2));
-    return 0;
+    return verdict();
   }
-  fmt::print(
-      "{}: format {}, zerort {}, step {}, saved at stage {} on {} rank(s), {} compute, "
-      "optimizer state: {}\n",
-      path, d.value("format_version", 0), d.value("zerort_version", "?"), d.value("step", 0),
-      d.value("stage", -1), d.value("world_size", 0), d.value("compute_dtype", "?"),
-      d.value("optimizer_state", "?"));
+  const int stage = d.value("stage", -1), world = d.value("world_size", 0);
+  // A weights-only file (import-safetensors, export) was saved by no engine.
+  const std::string saved = stage < 0 ? std::string("weights only (no engine state)")
+                                      : fmt::format("saved at stage {} on {} rank{}", stage, world,
+                                                    world == 1 ? "" : "s");
+  fmt::print("{}: format {}, zerort {}, step {}, {}, {} compute, optimizer state: {}\n", path,
+             d.value("format_version", 0), d.value("zerort_version", "?"), d.value("step", 0),
+             saved, d.value("compute_dtype", "?"), d.value("optimizer_state", "?"));
   if (d.contains("metadata") && !d["metadata"].empty())
     fmt::print("metadata: {}\n", d["metadata"].dump());
   size_t width = 6;
@@ -120,7 +132,7 @@ int inspect(const std::string &path, bool json) {
     fmt::print("{:<{}}  {:<18} {:>10} {:>5} {:>12.6g}  {}\n", row["tensor"].get<std::string>(),
                width, row["shape"].dump(), row["numel"].get<int64_t>(), "fp32",
                row["norm"].get<double>(), row["checksum"].get<std::string>());
-  return 0;
+  return verdict();
 }
 
 int verify(const std::string &path) {

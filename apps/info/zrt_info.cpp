@@ -63,14 +63,22 @@ void print_table(const std::vector<json> &ranks) {
   fmt::print("zerort {} (API {})  {}\n", r0["version"].get<std::string>(),
              r0["api_version"].get<std::string>(), r0["mpi"]["library"].get<std::string>());
   const json &b = r0["build"];
-  fmt::print("build: {} {}; CUDA {} ({}), NCCL {}, UCX {}, HDF5 {}{}\n",
+  // What is built, then what this node can use: a CUDA build without a usable GPU is
+  // not "CUDA yes".
+  fmt::print("build: {} {}; built with CUDA {}, NCCL {}, UCX {}, HDF5 {}{}\n",
              b["type"].get<std::string>(), b["compiler"].get<std::string>(), yes_no(b["cuda"]),
-             t0["cuda"].get<std::string>(), yes_no(b["nccl"]), yes_no(b["ucx"]), yes_no(b["hdf5"]),
+             yes_no(b["nccl"]), yes_no(b["ucx"]), yes_no(b["hdf5"]),
              b["sanitizers"].get<bool>() ? ", sanitizers" : "");
-  fmt::print("MPI thread level {}{}; {} ranks on {} node(s){}\n",
+  if (b["cuda"].get<bool>()) {
+    const std::string cuda = t0["cuda"].get<std::string>();
+    fmt::print("GPU on rank 0: {}\n",
+               cuda == "ok" ? std::string("usable") : "none usable (" + cuda + ")");
+  }
+  const int size = r0["size"].get<int>(), nodes = t0["node_count"].get<int>();
+  fmt::print("MPI thread level {}{}; {} rank{} on {} node{}{}\n",
              r0["mpi"]["thread_level"].get<std::string>(),
-             r0["mpi"]["initialized_by_zerort"].get<bool>() ? " (initialized by zerort)" : "",
-             r0["size"].get<int>(), t0["node_count"].get<int>(),
+             r0["mpi"]["initialized_by_zerort"].get<bool>() ? " (initialized by zerort)" : "", size,
+             size == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s",
              t0["nodes_faked"].get<bool>() ? " (faked by ranks_per_node)" : "");
   const json &c = r0["comm"];
   const json &choice = c["world"]["backend"];

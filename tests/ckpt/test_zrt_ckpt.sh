@@ -35,6 +35,18 @@ printf '\x55' | dd of="$dir/bad.h5" bs=1 seek=$((size / 2)) conv=notrunc status=
 if "$ckpt" verify "$dir/bad.h5" > "$dir/verify.txt"; then fail "verify accepted a corrupted file"; fi
 grep -q "corrupted" "$dir/verify.txt" || fail "verify does not say corrupted"
 cat "$dir/verify.txt"
+# inspect prints the table, BAD on the damaged tensor, and fails.
+set +e
+"$ckpt" inspect "$dir/bad.h5" > "$dir/inspect-bad.txt" 2> "$dir/inspect-bad.err"
+rc=$?
+set -e
+cat "$dir/inspect-bad.txt" "$dir/inspect-bad.err"
+[ $rc -eq 1 ] || fail "inspect of a damaged file gave status $rc"
+grep -q "BAD" "$dir/inspect-bad.txt" || fail "inspect does not mark the damaged tensor BAD"
+grep -q "fail their checksum" "$dir/inspect-bad.err" || fail "inspect does not say which tensors fail"
+# A weights-only file is no engine's: no stage to report.
+"$ckpt" inspect "$dir/back.h5" | tee "$dir/inspect-weights.txt"
+grep -q "weights only (no engine state)" "$dir/inspect-weights.txt" || fail "a weights-only file is described as saved by an engine"
 
 head -c 1000 "$dir/model.h5" > "$dir/short.h5"
 set +e

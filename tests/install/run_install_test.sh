@@ -59,7 +59,7 @@ if [ -e "$prefix/lib/cmake/zerort/zerortFortranTargets.cmake" ]; then
   python3 -c "import sys; a, b = float('$first'), float('$last'); sys.exit(0 if b < a else 1)" \
     || fail "the loss did not fall after the resume ($first -> $last)"
   "$prefix/bin/zrt-ckpt" inspect "$tmp/f.h5" | tee "$tmp/inspect.out"
-  grep -q "step 60, saved at stage 3 on 1 rank" "$tmp/inspect.out" || fail "zrt-ckpt inspect of the Fortran checkpoint"
+  grep -q "step 60, saved at stage 3 on 1 rank," "$tmp/inspect.out" || fail "zrt-ckpt inspect of the Fortran checkpoint"
 fi
 
 step "the prefix's tools"
