@@ -446,6 +446,8 @@ ConfigSource Config::source(std::string_view name) const {
 nlohmann::json Config::to_json() const {
   nlohmann::json out = nlohmann::json::object();
   for (auto &[name, e] : entries_) {
+    // Other tools' keys have no value in zerort: they are listed by ignored_keys().
+    if (e.key != nullptr && e.key->type == ConfigType::Ignored) continue;
     nlohmann::json v;
     std::visit([&](auto &&x) { v = x; }, e.value);
     out[name] = {{"value", v}, {"source", source_name(e.source)}};

@@ -94,7 +94,8 @@ class Config {
   // Keys of the file that the schema accepts but ignores (other tools' keys).
   const std::vector<std::string> &ignored_keys() const { return ignored_; }
 
-  nlohmann::json to_json() const;  // {key: {"value": ..., "source": ...}}
+  // {key: {"value": ..., "source": ...}} for zerort's own keys (not the ignored ones).
+  nlohmann::json to_json() const;
 
  private:
   struct Entry {

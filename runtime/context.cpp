@@ -196,6 +196,7 @@ nlohmann::json Context::describe() const {
       {"size", size_},
       {"config", config_.to_json()},
       {"config_file", config_.file_path()},
+      {"config_ignored", config_.ignored_keys()},
       {"topology", topology_->to_json()},
   };
   for (const auto &p : parts_)

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -153,11 +154,22 @@ void print_table(const std::vector<json> &ranks) {
              r0["config_file"].get<std::string>().empty()
                  ? std::string()
                  : fmt::format(" (file {})", r0["config_file"].get<std::string>()));
+  // Columns as wide as their longest entry, so every source lines up.
+  size_t key_width = 0, value_width = 0;
+  std::vector<std::pair<std::string, std::string>> rows;
   for (auto it = r0["config"].begin(); it != r0["config"].end(); ++it) {
     const json &v = (*it)["value"];
-    fmt::print("  {:<20} {:<10} ({})\n", it.key(), v.is_string() ? v.get<std::string>() : v.dump(),
-               (*it)["source"].get<std::string>());
+    rows.emplace_back(it.key(), v.is_string() ? v.get<std::string>() : v.dump());
+    key_width = std::max(key_width, it.key().size());
+    value_width = std::max(value_width, rows.back().second.size());
   }
+  size_t i = 0;
+  for (auto it = r0["config"].begin(); it != r0["config"].end(); ++it, ++i)
+    fmt::print("  {:<{}}  {:<{}}  ({})\n", rows[i].first, key_width, rows[i].second, value_width,
+               (*it)["source"].get<std::string>());
+  if (r0.contains("config_ignored") && !r0["config_ignored"].empty())
+    fmt::print("  ignored (DeepSpeed keys that zerort does not use): {}\n",
+               fmt::join(r0["config_ignored"].get<std::vector<std::string>>(), ", "));
 }
 
 int print_config_keys(bool as_json) {

@@ -30,7 +30,8 @@ std::string temp_file(const std::string &name, const std::string &text) {
 
 TEST(ConfigInit, PrecedenceFileParamsEnvironment) {
   std::string file = temp_file(
-      "prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false}})");
+      "prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false},
+                       "train_batch_size": 32})");
   zrt_init_params_t p = {};
   p.field_mask = ZRT_INIT_PARAM_FIELD_CONFIG_FILE | ZRT_INIT_PARAM_FIELD_LOG_LEVEL;
   p.config_file = file.c_str();
@@ -48,6 +49,10 @@ TEST(ConfigInit, PrecedenceFileParamsEnvironment) {
   EXPECT_EQ(d["config"]["comm.check_args"]["value"], false);
   EXPECT_EQ(d["config"]["ranks_per_node"]["source"], "default");
   EXPECT_EQ(d["config_file"], file);
+  // A DeepSpeed key zerort does not use is named as ignored, not listed as a setting.
+  EXPECT_EQ(d["config_ignored"], nlohmann::json::array({"train_batch_size"}));
+  EXPECT_FALSE(d["config"].contains("train_batch_size"));
+  EXPECT_FALSE(d["config"].contains("flops_profiler"));
   zrt_context_attr_t attr = {};
   attr.field_mask = ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL;
   ASSERT_EQ(zrt_context_query(ctx, &attr), ZRT_SUCCESS);

@@ -89,6 +89,7 @@ void MetricsLog::step(const StepMetrics &m) {
          {"mem_model_states", m.mem_model_states},
          {"mem_activations", m.mem_activations},
          {"mem_activations_offloaded", m.mem_activations_offloaded},
+         {"mem_activations_sampling", m.mem_activations_sampling},
          {"mem_rss", m.mem_rss},
          {"mem_peak_rss", m.mem_peak_rss}});
 }
@@ -112,12 +113,15 @@ std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_
   const int width = static_cast<int>(fmt::format("{}", total_steps).size());
   return fmt::format(
       "step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s | eta {} "
-      "| mem/rank {} (states {}, activations {}{})",
+      "| mem/rank {} (states {}, activations {}{}{})",
       m.step, width, total_steps, m.loss, m.lr, m.grad_norm, m.seconds * 1e3, m.tokens_per_s,
       format_duration(eta_seconds), format_bytes(m.mem_rss), format_bytes(m.mem_model_states),
       format_bytes(m.mem_activations),
       m.mem_activations_offloaded > 0
           ? fmt::format(" + {} offloaded", format_bytes(m.mem_activations_offloaded))
+          : "",
+      m.mem_activations_sampling > 0
+          ? fmt::format(", sampling {}", format_bytes(m.mem_activations_sampling))
           : "");
 }
 

@@ -2,8 +2,8 @@
 // facts as JSON lines (--json-metrics), one object per line with a "type":
 //   {"type":"run", ...}    the configuration, once
 //   {"type":"step", "step", "loss", "lr", "grad_norm", "ms", "tokens_per_s",
-//    "mem_model_states", "mem_activations", "mem_activations_offloaded", "mem_rss",
-//    "mem_peak_rss"}  (bytes, per rank)
+//    "mem_model_states", "mem_activations", "mem_activations_offloaded",
+//    "mem_activations_sampling", "mem_rss", "mem_peak_rss"}  (bytes, per rank)
 //   {"type":"eval", "step", "val_loss"}
 //   {"type":"sample", "step", "text"}
 //   {"type":"end", "steps", "reason", ...}
@@ -29,6 +29,9 @@ struct StepMetrics {
   // Peak bytes of activations in host memory (--offload-activations), beside the resident
   // mem_activations.
   int64_t mem_activations_offloaded = 0;
+  // Buffers of the text sampler (one sequence, inference only), allocated at the first
+  // sample and kept: resident beside the training activations, not part of them.
+  int64_t mem_activations_sampling = 0;
 };
 
 struct EvalMetrics {

@@ -200,7 +200,8 @@ struct Trainer::Impl {
       m.seconds = dt;
       m.tokens_per_s = tokens_per_step / dt;
       m.mem_model_states = state_.memory().total();
-      m.mem_activations = acts_.bytes() + sample_bytes_;
+      m.mem_activations = acts_.bytes();
+      m.mem_activations_sampling = sample_bytes_;
       m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
       m.mem_rss = resident_bytes();
       m.mem_peak_rss = peak_resident_bytes();
@@ -246,11 +247,12 @@ struct Trainer::Impl {
     if (lead_)
       fmt::print(
           "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
-          "{}), activations {}{}, peak resident {}\n",
+          "{}), activations {}{}{}, peak resident {}\n",
           format_bytes(result.memory.total()),
           format_bytes(result.memory.total() - result.memory.buckets),
           format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
-          format_bytes(acts_.bytes() + sample_bytes_), offload_note(),
+          format_bytes(acts_.bytes()), offload_note(),
+          sample_bytes_ > 0 ? fmt::format(" + {} for sampling", format_bytes(sample_bytes_)) : "",
           format_bytes(peak_resident_bytes()));
     if (opt_.plot && world_.rank == 0) {
       try {

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Checks that an output block quoted in README.md is what the program prints today.
+
+    compare_output.py QUOTED ACTUAL
+
+Lines of QUOTED are matched against ACTUAL in order, each to the next line of ACTUAL:
+- a line "..." skips any number of lines;
+- a line ending in "..." (after " | " or ", ") must begin the actual line;
+- every other line must equal it.
+Figures that change from run to run (milliseconds, tokens/s, the ETA, seconds of a save,
+resident sizes) are compared as placeholders; every other figure (losses, norms, learning
+rates, model-state bytes, token counts) must be the one printed.
+"""
+import re
+import sys
+
+VOLATILE = [
+    (re.compile(r"\b\d+ ms\b"), "<ms>"),
+    (re.compile(r"\b\d+ tok/s\b"), "<tok/s>"),
+    (re.compile(r"\beta \d+:\d+(:\d+)?"), "eta <time>"),
+    (re.compile(r", \d+(\.\d+)? s\)"), ", <s>)"),
+    (re.compile(r"\b(mem/rank|peak resident) \d+(\.\d+)? [KMGT]?i?B\b"), r"\1 <bytes>"),
+]
+
+
+def normalize(line):
+    for pattern, placeholder in VOLATILE:
+        line = pattern.sub(placeholder, line)
+    return line.rstrip()
+
+
+def main():
+    quoted = [normalize(l) for l in open(sys.argv[1], encoding="utf-8").read().splitlines()]
+    actual = [normalize(l) for l in open(sys.argv[2], encoding="utf-8", errors="replace")
+              .read().splitlines()]
+    pos = 0
+    skipping = False
+    for number, q in enumerate(quoted, 1):
+        if q == "...":
+            skipping = True
+            continue
+        prefix = q.endswith("...")
+        want = q[:-3].rstrip() if prefix else q
+
+        def matches(a):
+            return a.startswith(want) if prefix else a == want
+
+        found = None
+        candidates = range(pos, len(actual)) if skipping else range(pos, min(pos + 1, len(actual)))
+        for i in candidates:
+            if matches(actual[i]):
+                found = i
+                break
+        if found is None:
+            near = actual[pos] if pos < len(actual) else "(end of output)"
+            first = want.split(" ")[0]
+            for a in actual[pos:]:
+                if a.split(" ")[0] == first:
+                    near = a
+                    break
+            print(f"FAIL: README line {number} of the block is not what the program prints\n"
+                  f"  README:  {q}\n  printed: {near}")
+            return 1
+        pos = found + 1
+        skipping = False
+    print(f"ok: {len(quoted)} quoted lines match the output")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
