@@ -3,8 +3,8 @@
 #include <climits>
 #include <string>
 
-#include "comm/graveyard.hpp"
 #include "runtime/error.hpp"
+#include "runtime/graveyard.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {

@@ -38,7 +38,7 @@ class ArgCheck {
   // rank, this rank. Local.
   void verdict(const CollArgs &args, int rank) const;
   // The communicator failed with the check in flight: MPI may write its result until it
-  // finalizes, so the storage is buried (comm/graveyard.hpp), not freed. Local.
+  // finalizes, so the storage is buried (runtime/graveyard.hpp), not freed. Local.
   void abandon();
 
  private:

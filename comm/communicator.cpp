@@ -20,6 +20,8 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
          options.timeout);
   // On a throw the members go in reverse order: backends before the communicators.
   comm_ = MpiComm::dup(user_comm);
+  // The set-up below (node grouping, shared windows, backend start) agrees on comm_.
+  agree_watch_ = std::make_unique<AgreementWatch>(comm_, options.timeout);
   check_comm_ = MpiComm::dup(comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -53,7 +55,7 @@ Communicator::~Communicator() {
   // After a timeout, MPI may still be running the abandoned collectives: it must keep their
   // communicators (Open MPI crashes progressing one whose communicator was freed) and the
   // private memory they may write into, so those are left for MPI_Finalize.
-  const bool keep = !failure_.empty();
+  const bool keep = !failure_.empty() || !agree_watch_->failure().empty();
   if (keep) backends_->abandoned();
   backends_.reset();  // before the MPI communicators and the memory they use
   if (keep) {
@@ -61,6 +63,7 @@ Communicator::~Communicator() {
     check_comm_.abandon();
     comm_.abandon();
   }
+  agree_watch_.reset();
   // Otherwise the members free them now: memory_, then the communicators.
 }
 
@@ -196,6 +199,12 @@ void Communicator::watch_locked() {
       watchdog_->poll(now, oldest != nullptr ? &what : nullptr, next_seq_,
                       oldest != nullptr ? oldest->backend_name() : "none");
   if (verdict) fail_all(*verdict);
+}
+
+void Communicator::give_up(const std::string &why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_.empty()) return;
+  fail_all(WatchVerdict{next_seq_, why});
 }
 
 void Communicator::fail_all(const WatchVerdict &verdict) {

@@ -17,8 +17,9 @@
 #include "comm/comm_memory.hpp"
 #include "comm/registry.hpp"
 #include "comm/request.hpp"
-#include "comm/watchdog.hpp"
+#include "runtime/agreement_watch.hpp"
 #include "runtime/mpi_comm.hpp"
+#include "runtime/watchdog.hpp"
 
 namespace zrt {
 
@@ -60,6 +61,10 @@ class Communicator {
   // progressing. progress_from_thread returns whether requests are in flight.
   bool progress_from_thread();
   bool watch_from_thread();
+  // Fails every request in flight and every later post with why, and keeps the MPI
+  // communicators at destruction: for an owner whose own agreements timed out (the
+  // ranks are no longer in step, so nothing may wait for them again).
+  void give_up(const std::string &why);
   // zrt_comm_mem_alloc / zrt_comm_mem_free.
   CommMemory &memory() { return *memory_; }
 
@@ -78,8 +83,9 @@ class Communicator {
 
   Context &context_;
   // Declared before what uses them, so that they are freed after it.
-  MpiComm comm_;        // the backends' data traffic
-  MpiComm check_comm_;  // the argument checks
+  MpiComm comm_;                                 // the backends' data traffic
+  std::unique_ptr<AgreementWatch> agree_watch_;  // deadlines of the set-up's agreements
+  MpiComm check_comm_;                           // the argument checks
   int rank_ = 0, size_ = 1;
   bool world_ = false;
   bool check_args_ = true;

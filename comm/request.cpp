@@ -3,9 +3,9 @@
 #include <sched.h>
 
 #include "comm/communicator.hpp"
-#include "comm/graveyard.hpp"
-#include "comm/watchdog.hpp"
 #include "runtime/error.hpp"
+#include "runtime/graveyard.hpp"
+#include "runtime/watchdog.hpp"
 
 namespace zrt {
 

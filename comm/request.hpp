@@ -68,7 +68,7 @@ class Request {
   bool step();
   // -> Failed with message, the communicator having failed (the watchdog's verdict). An
   // argument check or an operation in flight may never complete, and MPI may write into
-  // their buffers until it finalizes: they are buried (comm/graveyard.hpp), not freed.
+  // their buffers until it finalizes: they are buried (runtime/graveyard.hpp), not freed.
   void abandon(std::string message);
 
  private:

@@ -26,17 +26,24 @@ Engine::Engine(Context &context, const EngineSettings &settings)
   Communicator::Options options;
   options.backend = context.config().get_string("comm.backend");
   options.deterministic = settings.deterministic;
+  // The engine's reductions and gathers are watched like the program's collectives.
+  options.timeout = context.config().get_double("comm.timeout");
   comm_ = std::make_unique<Communicator>(context, context.comm(), options, false);
   control_ = MpiComm::dup(context.comm());
+  control_watch_ = std::make_unique<AgreementWatch>(control_, comm_->timeout());
   rank_ = comm_->rank();
   nranks_ = comm_->size();
   bool on_device = settings.memory_space == EngineMemorySpace::Device;
   if (settings.memory_space == EngineMemorySpace::Auto) {
     // The same answer on every rank, or the ranks' collectives would mix host and device.
-    int have = context.part<MemoryPart>().device() != nullptr ? 1 : 0;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, control_),
-              "MPI_Allreduce(engine.memory_space = auto)");
-    on_device = have == 1;
+    std::unique_ptr<char[]> buffer(new char[sizeof(int)]);
+    int *have = reinterpret_cast<int *>(buffer.get());
+    *have = context.part<MemoryPart>().device() != nullptr ? 1 : 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, have, 1, MPI_INT, MPI_MIN, control_, &request),
+              "MPI_Iallreduce(engine.memory_space = auto)");
+    wait_watched(control_, &request, "agreement on engine.memory_space = auto", {}, buffer);
+    on_device = *have == 1;
   }
   memory_ = std::make_unique<EngineMemory>(context, on_device, settings.stream, *kernels_);
   scaler_ = LossScaler(settings.scaler);
@@ -46,6 +53,23 @@ Engine::Engine(Context &context, const EngineSettings &settings)
 }
 
 Engine::~Engine() {
+  // After an agreement of this engine timed out the ranks are out of step: nothing may
+  // wait for them again, so the communicator fails what is in flight and keeps its MPI
+  // communicators, and so does control_.
+  std::string failed = control_watch_ ? control_watch_->failure() : std::string();
+  if (failed.empty() && !committed_ && !commit_failed_ && control_) {
+    // Destroyed before its commit: the other ranks may be in theirs. This agreement is the
+    // one their commit begins with, so they fail with this rank's reason rather than wait.
+    try {
+      agree_status(control_, ZRT_ERR_INVALID_STATE,
+                   setup_error_.empty()
+                       ? std::string("the engine was destroyed before zrt_engine_commit")
+                       : setup_error_ + "; the engine was destroyed before zrt_engine_commit");
+    } catch (const Error &e) {
+      failed = e.what();  // timed out: the others are gone or stuck
+    }
+  }
+  if (!failed.empty() && comm_) comm_->give_up(failed);
   // Collectives still in flight read and write our buffers: the parts wait for them as they
   // go, before the buffers and the communicator.
   optimizer_.reset();
@@ -56,6 +80,8 @@ Engine::~Engine() {
   state_ = ModelState();
   memory_.reset();
   comm_.reset();
+  control_watch_.reset();
+  if (!failed.empty() || keep_control_) control_.abandon();
 }
 
 void Engine::require_committed(const char *what) const {
@@ -70,10 +96,27 @@ int Engine::register_param(const char *name, zrt_dtype_t dtype, int ndim, const 
          "cannot register '{}': the engine is committed; register every parameter before "
          "zrt_engine_commit",
          name);
-  return params_.add(name, dtype, settings_.dtype, ndim, shape);
+  try {
+    return params_.add(name, dtype, settings_.dtype, ndim, shape);
+  } catch (const Error &e) {
+    if (setup_error_.empty())
+      setup_error_ =
+          fmt::format("zrt_param_register('{}') failed on this rank: {}", name, e.what());
+    throw;
+  }
 }
 
 void Engine::commit() {
+  try {
+    commit_agreed();
+  } catch (const Error &e) {
+    // Agreed failures are every rank's (nothing more to agree at destroy); a timeout is not.
+    if (e.status() != ZRT_ERR_TIMEOUT) commit_failed_ = true;
+    throw;
+  }
+}
+
+void Engine::commit_agreed() {
   run_agreed(control_, [&] {
     if (committed_) fail(ZRT_ERR_INVALID_STATE, "the engine is already committed");
   });
@@ -239,15 +282,16 @@ void Engine::validate_ready(const std::function<void()> &check) {
                  param(missing).name);
         },
         [this] { comm_->progress(); });
-  } catch (const Error &) {
+  } catch (const Error &e) {
+    // A timeout means the ranks are out of step: nothing more may wait for them.
+    if (e.status() == ZRT_ERR_TIMEOUT) throw;
     // Every rank is here (the failure was agreed). When a gradient is missing on some rank,
     // keep the ranks in step and the engine usable: reduce what is left as it stands and
     // drop this micro-step's gradients. When nothing is missing (a bad report struct, say),
     // change nothing: the posted reductions finish in the retried step. The choice must be
     // the same on every rank, since dropping posts the remaining buckets.
     int missing = committed_ && reducer_->first_not_ready() >= 0 ? 1 : 0;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_MAX, control_),
-              "MPI_Allreduce(missing gradients)");
+    watched_allreduce(control_, &missing, 1, MPI_INT, MPI_MAX, "agreement on missing gradients");
     if (committed_ && missing) reducer_->abandon_micro_step();
     throw;
   }
@@ -267,6 +311,7 @@ StepReport Engine::step(const std::function<void()> &check) {
     reducer_->drain();
     reducer_->next_micro_step();
     report.step = step_;
+    report.skipped_steps = skipped_steps_;
     report.loss_scale = scaler_.scale();
     return report;
   }
@@ -277,19 +322,37 @@ StepReport Engine::step(const std::function<void()> &check) {
   }
 
   const double unscale = 1.0 / (scaler_.scale() * settings_.accumulation_steps);
-  if (scaler_.dynamic() && optimizer_->overflow()) {
-    scaler_.update(true);
+  // A skipped update: every rank decided it alike (both checks below are agreed), and
+  // nothing but the loss scale and the counters changes.
+  auto skip = [&](double norm) {
+    if (scaler_.dynamic()) scaler_.update(true);
     reducer_->end_accumulation();
+    ++skipped_steps_;
     report.skipped = true;
     report.step = step_;
+    report.skipped_steps = skipped_steps_;
     report.loss_scale = scaler_.scale();
-    report.grad_norm = std::numeric_limits<double>::infinity();
+    report.grad_norm = norm;
     offload_times();  // end_accumulation synchronized
-    log::info("step {}: gradient overflow on some rank, step skipped, loss scale now {}", step_,
-              scaler_.scale());
     return report;
+  };
+  if (scaler_.dynamic() && optimizer_->overflow()) {
+    StepReport skipped = skip(std::numeric_limits<double>::infinity());
+    log::info("step {}: gradient overflow on some rank, step skipped, loss scale now {}", step_,
+              skipped.loss_scale);
+    return skipped;
   }
   const double norm = std::sqrt(optimizer_->grad_norm_squared()) * unscale;
+  // The norm is agreed across ranks, so is this: a NaN or Inf gradient anywhere (fp32 and
+  // bf16 have no loss scaler to catch it) skips the update on every rank.
+  if (settings_.check_grad_overflow && !std::isfinite(norm)) {
+    if (rank_ == 0)  // agreed, so one rank says it for all
+      log::warn(
+          "update {} skipped on every rank: the gradient norm is {} (a NaN or Inf gradient on "
+          "some rank); parameters and optimizer state unchanged",
+          step_ + 1, norm);
+    return skip(norm);
+  }
   double clip = 1;
   if (settings_.gradient_clipping > 0 && norm > settings_.gradient_clipping)
     clip = settings_.gradient_clipping / (norm + 1e-6);
@@ -303,6 +366,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   offload_times();
   report.applied = true;
   report.step = step_;
+  report.skipped_steps = skipped_steps_;
   report.loss_scale = scaler_.scale();
   report.grad_norm = norm;
   return report;

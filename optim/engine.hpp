@@ -37,6 +37,7 @@
 #include "optim/param_gatherer.hpp"
 #include "optim/param_registry.hpp"
 #include "optim/stage_layout.hpp"
+#include "runtime/agreement_watch.hpp"
 #include "runtime/context.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "zerort/engine.h"
@@ -46,6 +47,7 @@ namespace zrt {
 // What zrt_engine_step reports (zrt_step_report_t's fields).
 struct StepReport {
   bool applied = false, skipped = false;
+  int64_t skipped_steps = 0;  // steps skipped for non-finite gradients so far
   int64_t step = 0;
   double loss_scale = 1, grad_norm = 0;
   double offload_copy_seconds = 0, offload_exposed_seconds = 0;
@@ -115,6 +117,9 @@ class Engine {
   };
   std::vector<StatePiece> state_pieces() const;
   MPI_Comm control_comm() const { return control_; }
+  // HDF5 keeps a file open on control_ (a save whose close failed): control_ is then left
+  // for MPI_Finalize instead of freed.
+  void keep_control_comm() { keep_control_ = true; }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int64_t step_count() const { return step_; }
@@ -135,6 +140,7 @@ class Engine {
  private:
   void require_committed(const char *what) const;
   void validate_ready(const std::function<void()> &check);
+  void commit_agreed();
   // After the optimizer changed the weights: the parameters every rank computes with.
   void refresh_params();
 
@@ -143,6 +149,7 @@ class Engine {
   StageLayout stage_;
   std::unique_ptr<Communicator> comm_;
   MpiComm control_;  // the engine's own agreements, never mixed with data
+  std::unique_ptr<AgreementWatch> control_watch_;  // their deadlines (comm.timeout)
   int rank_ = 0, nranks_ = 1;
   const KernelTable *kernels_ = nullptr;
   ThreadPool *threads_ = nullptr;  // the context's (EnginePart)
@@ -151,12 +158,20 @@ class Engine {
 
   ParamRegistry params_;
   bool committed_ = false;
+  // Set-up is collective at commit. A zrt_param_register that failed here is remembered:
+  // a program that gives up and destroys the engine before its commit makes the other
+  // ranks' commits fail with this message instead of leaving them waiting (a program that
+  // corrects the call and commits is not affected).
+  std::string setup_error_;
+  bool commit_failed_ = false;  // agreed: every rank's commit failed
+  bool keep_control_ = false;   // keep_control_comm()
   Layout layout_;
   ModelState state_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3 only
   std::unique_ptr<OptimizerStep> optimizer_;
   int64_t step_ = 0;
+  int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life
   double lr_ = 0;
 };
 

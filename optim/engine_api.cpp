@@ -1,8 +1,13 @@
 // The C entry points of zerort/engine.h.
+#include <nlohmann/json.hpp>
+
+#include "comm/dtype.hpp"
 #include "optim/engine.hpp"
 #include "optim/engine_part.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/field_table.hpp"
+#include "runtime/settings_agreement.hpp"
+#include "runtime/string_out.hpp"
 #include "zerort/engine.h"
 
 using namespace zrt;
@@ -46,6 +51,8 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
          [](const StepReport &r, zrt_step_report_t &o) { o.loss_scale = r.loss_scale; }},
         {ZRT_STEP_REPORT_FIELD_GRAD_NORM, "grad_norm",
          [](const StepReport &r, zrt_step_report_t &o) { o.grad_norm = r.grad_norm; }},
+        {ZRT_STEP_REPORT_FIELD_SKIPPED_STEPS, "skipped_steps",
+         [](const StepReport &r, zrt_step_report_t &o) { o.skipped_steps = r.skipped_steps; }},
         {ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES, "offload_copy_seconds, offload_exposed_seconds",
          [](const StepReport &r, zrt_step_report_t &o) {
            o.offload_copy_seconds = r.offload_copy_seconds;
@@ -112,6 +119,7 @@ ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_p
     EngineSettings settings;
     // Settings are checked on every rank before any collective, and agreed.
     run_agreed(c.comm(), [&] { settings = EngineSettings::resolve(c, params); });
+    check_same_settings(c.comm(), settings.agreed, "the engine's settings");
     std::unique_ptr<Engine> engine;
     run_agreed(c.comm(), [&] { engine = std::make_unique<Engine>(c, settings); });
     uintptr_t h = engine_table().insert(std::move(engine));
@@ -300,6 +308,39 @@ ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t 
     zrt_memory_report_t out = *report_p;
     kMemoryReport.fill(e.memory(), out);
     *report_p = out;
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t size,
+                                         size_t *length_p) {
+  return abi_call("zrt_engine_describe", [&] {
+    const Engine &e = engine_from(engine);
+    const EngineSettings &s = e.settings();
+    nlohmann::json settings = nlohmann::json::object();
+    for (const Setting &v : s.agreed)
+      settings[v.name] = {{"value", v.value}, {"source", v.source}};
+    nlohmann::json out{
+        {"stage", s.stage},
+        {"compute_dtype", dtype_name(s.dtype)},
+        {"optimizer", optimizer_name(s.optimizer)},
+        {"lr", s.lr},
+        {"betas", {s.beta1, s.beta2}},
+        {"eps", s.eps},
+        {"weight_decay", s.weight_decay},
+        {"reduce_bucket_bytes", s.reduce_bucket_bytes},
+        {"allgather_bucket_bytes", s.allgather_bucket_bytes},
+        {"overlap", s.overlap},
+        {"offload_optimizer", s.offload_optimizer},
+        {"gradient_clipping", s.gradient_clipping},
+        {"gradient_accumulation_steps", s.accumulation_steps},
+        {"deterministic", s.deterministic},
+        {"check_grad_overflow", s.check_grad_overflow},
+        {"memory_space", e.on_device() ? "device" : "host"},
+        {"ranks", e.nranks()},
+        {"settings", settings},
+    };
+    copy_out(out.dump(), buf, size, length_p);
     return ZRT_SUCCESS;
   });
 }

@@ -185,6 +185,7 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   s.gradient_clipping = c.get_double("gradient_clipping");
   s.accumulation_steps = static_cast<int>(c.get_int("gradient_accumulation_steps"));
   s.deterministic = c.get_bool("zero.deterministic");
+  s.check_grad_overflow = c.get_bool("check_grad_overflow");
   const std::string &space = c.get_string("engine.memory_space");
   s.memory_space = space == "device" ? EngineMemorySpace::Device
                    : space == "auto" ? EngineMemorySpace::Auto
@@ -192,6 +193,10 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
   s.stream = buckets.stream;
   s.max_live_elements =
       static_cast<size_t>(c.get_int("zero_optimization.stage3_max_live_parameters"));
+  s.agreed = c.agreed_settings();
+  s.agreed.push_back({"reduce_bucket_bytes", std::to_string(s.reduce_bucket_bytes), "resolved"});
+  s.agreed.push_back(
+      {"allgather_bucket_bytes", std::to_string(s.allgather_bucket_bytes), "resolved"});
 
   double loss_scale = c.get_double("fp16.loss_scale");
   s.scaler.dynamic = s.dtype == ZRT_DTYPE_FP16 && loss_scale == 0;

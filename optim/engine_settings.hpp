@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "optim/loss_scaler.hpp"
 #include "runtime/context.hpp"
+#include "runtime/settings_agreement.hpp"
 #include "zerort/engine.h"
 
 namespace zrt {
@@ -28,8 +30,12 @@ struct EngineSettings {
   double gradient_clipping = 0;
   int accumulation_steps = 1;
   bool deterministic = false;
+  bool check_grad_overflow = true;        // skip a step whose global gradient norm is not finite
   size_t max_live_elements = 1000000000;  // stage 3: gathered elements kept resident
   LossScaler::Settings scaler;
+  // What every rank must resolve alike (runtime/settings_agreement.hpp): every key of the
+  // engine's configuration that is not per-rank, and the bucket sizes in bytes.
+  std::vector<Setting> agreed;
 
   // Throws Error naming the field or key and the accepted values. Local.
   static EngineSettings resolve(const Context &context, const zrt_engine_params_t *params);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "comm/dtype.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -44,17 +45,15 @@ bool OptimizerStep::overflow() const {
       }
     }
   }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_INT, MPI_MAX, control_),
-            "MPI_Allreduce(overflow)");
+  watched_allreduce(control_, &local, 1, MPI_INT, MPI_MAX, "agreement on non-finite gradients");
   return local != 0;
 }
 
 std::vector<double> OptimizerStep::gather_partials(const std::vector<double> &mine,
                                                    size_t per_rank) const {
   std::vector<double> all(per_rank * static_cast<size_t>(nranks_));
-  check_mpi(MPI_Allgather(mine.data(), static_cast<int>(per_rank), MPI_DOUBLE, all.data(),
-                          static_cast<int>(per_rank), MPI_DOUBLE, control_),
-            "MPI_Allgather(partial sums)");
+  watched_allgather(control_, mine.data(), static_cast<int>(per_rank), MPI_DOUBLE, all.data(),
+                    "all-gather of the optimizer's partial sums");
   return all;
 }
 

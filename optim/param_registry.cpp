@@ -54,11 +54,12 @@ void ParamRegistry::check_same_on_every_rank(MPI_Comm control, int rank) const {
     XXH3_freeState(st);
   }
   uint64_t count = hashes.size(), rank0_count = count;
-  check_mpi(MPI_Bcast(&rank0_count, 1, MPI_UINT64_T, 0, control), "MPI_Bcast");
+  watched_bcast(control, &rank0_count, sizeof rank0_count, 0,
+                "broadcast of rank 0's parameter count");
   std::vector<uint64_t> rank0(rank0_count);
   if (rank == 0) rank0 = hashes;
-  check_mpi(MPI_Bcast(rank0.data(), static_cast<int>(rank0_count), MPI_UINT64_T, 0, control),
-            "MPI_Bcast");
+  watched_bcast(control, rank0.data(), rank0.size() * sizeof(uint64_t), 0,
+                "broadcast of rank 0's parameter names and shapes");
   run_agreed(control, [&] {
     if (count == 0) fail(ZRT_ERR_INVALID_STATE, "no parameter is registered");
     for (size_t i = 0; i < std::min(count, rank0_count); ++i)

@@ -18,11 +18,25 @@ struct AgreedStatus {
   std::string message;   // that rank's message
 };
 
-// Collective over comm. ZRT_IN_PROGRESS counts as success. Throws Error(ZRT_ERR_MPI) only
-// when MPI itself fails. While waiting for the other ranks it calls progress(), if given:
-// a caller with operations in flight that others may be waiting for keeps them moving.
+// Collective over comm. ZRT_IN_PROGRESS counts as success. Throws Error(ZRT_ERR_MPI) when
+// MPI itself fails, and Error(ZRT_ERR_TIMEOUT) naming the ranks that did not arrive when
+// comm's agreement watch (runtime/agreement_watch.hpp) runs out of time. While waiting for the
+// other ranks it calls progress(), if given: a caller with operations in flight that others may be
+// waiting for keeps them moving.
 AgreedStatus agree_status(MPI_Comm comm, zrt_status_t local, const std::string &message,
                           const std::function<void()> &progress = {});
+
+// The blocking collectives zerort's set-up and step use, each as its nonblocking form under
+// comm's agreement watch like agree_status: a deadline, a verdict naming the ranks that did
+// not arrive, and the core yielded while waiting. what names the operation.
+void watched_bcast(MPI_Comm comm, void *data, size_t bytes, int root, const char *what);
+// In place (MPI_IN_PLACE).
+void watched_allreduce(MPI_Comm comm, void *data, int count, MPI_Datatype type, MPI_Op op,
+                       const char *what);
+// all receives count elements from every rank, in rank order.
+void watched_allgather(MPI_Comm comm, const void *mine, int count, MPI_Datatype type, void *all,
+                       const char *what);
+void watched_barrier(MPI_Comm comm, const char *what);
 
 // Runs step() on every rank; if it throws on any rank, every rank throws the error of the
 // lowest failed rank, prefixed "rank R: ".

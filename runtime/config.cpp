@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "runtime/error.hpp"
@@ -240,6 +242,7 @@ nlohmann::json ConfigSchema::to_json() const {
                      {"doc", k.doc}};
     if (!k.choices.empty()) j["choices"] = k.choices;
     if (!k.aliases.empty()) j["aliases"] = k.aliases;
+    if (k.per_rank) j["per_rank"] = true;
     if (k.type == ConfigType::Int || k.type == ConfigType::Size) {
       if (k.min != INT64_MIN) j["min"] = k.min;
       if (k.max != INT64_MAX) j["max"] = k.max;
@@ -362,8 +365,14 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
   if (auto it = env_values.find("config_file"); it != env_values.end()) c.file_path_ = it->second;
 
   if (!c.file_path_.empty()) {
+    // The system's reason: a directory opens as a stream and fails only when read.
+    std::error_code ec;
+    if (std::filesystem::is_directory(c.file_path_, ec))
+      fail(ZRT_ERR_CONFIG, "configuration file {} is a directory", c.file_path_);
     std::ifstream in(c.file_path_);
-    if (!in) fail(ZRT_ERR_CONFIG, "cannot open configuration file {}", c.file_path_);
+    if (!in)
+      fail(ZRT_ERR_CONFIG, "cannot open configuration file {}: {}", c.file_path_,
+           std::strerror(errno));
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(in);
@@ -441,6 +450,19 @@ const std::vector<double> &Config::get_doubles(std::string_view name) const {
 }
 ConfigSource Config::source(std::string_view name) const {
   return entry(name).source;
+}
+
+std::vector<Setting> Config::agreed_settings() const {
+  std::vector<Setting> out;
+  for (auto &[name, e] : entries_) {
+    if (e.key == nullptr || e.key->per_rank || e.key->type == ConfigType::Ignored) continue;
+    nlohmann::json v;
+    std::visit([&](auto &&x) { v = x; }, e.value);
+    std::string source = source_name(e.source);
+    if (e.source == ConfigSource::File) source += " " + file_path_;
+    out.push_back({name, v.is_string() ? v.get<std::string>() : v.dump(), source});
+  }
+  return out;
 }
 
 nlohmann::json Config::to_json() const {

@@ -18,6 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/settings_agreement.hpp"
+
 namespace zrt {
 
 // DoubleList: comma-separated in the environment, a JSON array of numbers in the file.
@@ -35,6 +37,9 @@ struct ConfigKey {
   std::string doc;
   std::string env;                   // environment variable; derived from name if empty
   std::vector<std::string> aliases;  // other names accepted in the JSON file
+  // May differ between ranks (log level, binding, pool sizes); every other key must be
+  // resolved alike on every rank (runtime/settings_agreement.hpp).
+  bool per_rank = false;
 
   std::string env_name() const;
 };
@@ -96,6 +101,8 @@ class Config {
 
   // {key: {"value": ..., "source": ...}} for zerort's own keys (not the ignored ones).
   nlohmann::json to_json() const;
+  // Every key that must be alike on every rank, with its value and source, by name.
+  std::vector<Setting> agreed_settings() const;
 
  private:
   struct Entry {

@@ -3,6 +3,9 @@
 // is ZRT_ followed by its name in capitals with dots as underscores, unless set here.
 #include "runtime/config.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace zrt {
 
 namespace {
@@ -139,6 +142,11 @@ std::vector<ConfigKey> engine_keys() {
                           "reductions add in rank order: every stage gives bitwise-identical "
                           "parameters for the same world size, run after run"),
                "ZRT_DETERMINISTIC"),
+      config_key("check_grad_overflow", ConfigType::Bool, "true",
+                 "every step checks the global gradient norm (agreed across ranks) and skips "
+                 "the update on every rank when it is Inf or NaN, leaving parameters and "
+                 "optimizer state untouched, in every dtype (fp16 with dynamic loss scaling "
+                 "also lowers the scale); the step report counts the skips"),
       with_env(config_key("fp16.enabled", ConfigType::Bool, "false",
                           "parameters and gradients in fp16 with fp32 master weights"),
                "ZRT_FP16"),
@@ -288,11 +296,40 @@ std::vector<ConfigKey> library_keys() {
   };
 }
 
+// Keys that may differ between ranks: what one rank prints, where it runs and how it sizes
+// its own pools and threads changes nothing the other ranks see. The file's path may differ
+// too (each node its own copy); what it sets is compared key by key. Every other key must
+// resolve alike on every rank (runtime/settings_agreement.hpp).
+constexpr const char *kPerRankKeys[] = {
+    "config_file",
+    "log_level",
+    "bind",
+    "comm.progress_thread",
+    "kernels.isa",
+    "kernels.threads",
+    "memory.host.limit",
+    "memory.host.segment_bytes",
+    "memory.pinned_host.limit",
+    "memory.pinned_host.segment_bytes",
+    "memory.device.limit",
+    "memory.device.segment_bytes",
+    "memory.thread_cache_bytes",
+    "memory.compact",
+    "offload.ring_bytes",
+    "offload.prefetch_depth",
+};
+
 std::vector<ConfigKey> all_keys() {
   std::vector<ConfigKey> keys = library_keys();
   for (auto *more : {engine_keys, deepspeed_ignored_keys})
     for (ConfigKey &k : more())
       keys.push_back(std::move(k));
+  for (const char *name : kPerRankKeys) {
+    auto it =
+        std::find_if(keys.begin(), keys.end(), [&](const ConfigKey &k) { return k.name == name; });
+    if (it == keys.end()) throw std::logic_error(std::string("per-rank key is not a key: ") + name);
+    it->per_rank = true;
+  }
   return keys;
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
 #include "runtime/mpi_lifetime.hpp"
+#include "runtime/settings_agreement.hpp"
 #include "zerort/version.h"
 
 extern char **environ;
@@ -121,6 +122,10 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     // A configuration error on one rank (say, a file only some nodes see) fails all.
     run_agreed(comm_,
                [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
+    // From here on every agreement on comm_ has comm.timeout as its deadline.
+    comm_watch_ = std::make_unique<AgreementWatch>(comm_, config_.get_double("comm.timeout"));
+    // Before anything acts on them: ranks with different backends would hang in set-up.
+    check_same_settings(comm_, config_.agreed_settings(), "zerort's settings");
     log_level_ = parse_level(config_.get_string("log_level"));
     log::set_level(log_level_);
     if (rank_ == 0)
@@ -159,7 +164,12 @@ Context::~Context() {
   while (!parts_.empty())
     parts_.pop_back();  // reverse order of creation
   topology_.reset();
+  // After an agreement timed out, MPI may still run it on comm_: give comm_ up (MPI_Finalize
+  // reclaims it) rather than free it under a pending collective.
+  const bool keep = comm_watch_ && !comm_watch_->failure().empty();
+  comm_watch_.reset();
   node_comm_.reset();
+  if (keep) comm_.abandon();
   comm_.reset();  // before MPI may be finalized
   mpi_release(owns_mpi_);
 }

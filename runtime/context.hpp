@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/agreement_watch.hpp"
 #include "runtime/config.hpp"
 #include "runtime/handle_table.hpp"
 #include "runtime/mpi_comm.hpp"
@@ -71,6 +72,7 @@ class Context {
 
  private:
   MpiComm comm_;
+  std::unique_ptr<AgreementWatch> comm_watch_;  // deadlines for the agreements on comm_
   MpiComm node_comm_;
   int rank_ = 0, size_ = 1;
   int thread_level_ = MPI_THREAD_SINGLE;

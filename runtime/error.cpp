@@ -1,11 +1,33 @@
 #include "runtime/error.hpp"
 
+#include <string_view>
+
 namespace zrt {
 
 namespace {
 // Per thread, so concurrent callers never see each other's messages.
 thread_local std::string t_last_error;
+thread_local const char *t_function = nullptr;
 }  // namespace
+
+const char *current_function() noexcept {
+  return t_function != nullptr ? t_function : "";
+}
+
+FunctionScope::FunctionScope(const char *function) noexcept : outer_(t_function) {
+  if (t_function == nullptr) t_function = function;
+}
+
+FunctionScope::~FunctionScope() {
+  t_function = outer_;
+}
+
+std::string with_function(const char *function, const char *message) {
+  std::string_view m(message), f(function);
+  if (m.size() > f.size() + 1 && m.substr(0, f.size()) == f && m[f.size()] == ':')
+    return std::string(m);
+  return fmt::format("{}: {}", function, message);
+}
 
 void set_last_error(std::string message) noexcept {
   try {

@@ -34,14 +34,32 @@ template <class... Args>
 void set_last_error(std::string message) noexcept;
 const char *last_error() noexcept;
 
+// The outermost zrt_* function the calling thread is in ("" outside zerort): the watchdog
+// names it when an agreement inside it times out.
+const char *current_function() noexcept;
+class FunctionScope {
+ public:
+  explicit FunctionScope(const char *function) noexcept;
+  ~FunctionScope();
+  FunctionScope(const FunctionScope &) = delete;
+  FunctionScope &operator=(const FunctionScope &) = delete;
+
+ private:
+  const char *outer_;
+};
+
+// "function: message", unless the message already begins with "function: ".
+std::string with_function(const char *function, const char *message);
+
 // Runs body (returning zrt_status_t) and maps every exception to a status, recording
 // "function: message" as the last error. Used by every extern "C" function.
 template <class Body>
 zrt_status_t abi_call(const char *function, Body &&body) noexcept {
+  FunctionScope scope(function);
   try {
     return body();
   } catch (const Error &e) {
-    set_last_error(fmt::format("{}: {}", function, e.what()));
+    set_last_error(with_function(function, e.what()));
     return e.status();
   } catch (const std::bad_alloc &) {
     set_last_error(fmt::format("{}: out of host memory", function));

@@ -1,5 +1,8 @@
 #include "runtime/mpi_comm.hpp"
 
+#include <memory>
+
+#include "runtime/agreement_watch.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -15,9 +18,16 @@ MpiComm returning_errors(MPI_Comm comm) {
 }  // namespace
 
 MpiComm MpiComm::dup(MPI_Comm comm, const char *what) {
-  MPI_Comm out = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(comm, &out), what);
-  return returning_errors(out);
+  // Nonblocking, so that a rank that never arrives is named by comm's agreement watch
+  // instead of leaving this one in MPI_Comm_dup for ever. MPI writes the new handle when
+  // the duplicate completes, so it lives on the heap (buried if that never happens here).
+  std::unique_ptr<char[]> buffer(new char[sizeof(MPI_Comm)]);
+  MPI_Comm *out = reinterpret_cast<MPI_Comm *>(buffer.get());
+  *out = MPI_COMM_NULL;
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Comm_idup(comm, out, &request), what);
+  wait_watched(comm, &request, what, {}, buffer);
+  return returning_errors(*out);
 }
 
 MpiComm MpiComm::split(MPI_Comm comm, int color, int key, const char *what) {

@@ -31,7 +31,8 @@ class MpiComm {
   MpiComm &operator=(const MpiComm &) = delete;
 
   // A duplicate of comm that returns errors instead of aborting (MPI_ERRORS_RETURN).
-  // Collective over comm; throws Error(ZRT_ERR_MPI) naming `what`.
+  // Collective over comm; throws Error(ZRT_ERR_MPI) naming `what`, or ZRT_ERR_TIMEOUT
+  // past the deadline of comm's agreement watch (runtime/agreement_watch.hpp).
   static MpiComm dup(MPI_Comm comm, const char *what = "MPI_Comm_dup");
   // MPI_Comm_split of comm, with MPI_ERRORS_RETURN. Collective over comm.
   static MpiComm split(MPI_Comm comm, int color, int key, const char *what = "MPI_Comm_split");

@@ -7,7 +7,8 @@
 //   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
 //   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...]
 //
-// Exit status: 0 on success (for verify: all checksums match; for diff: identical), 1 when
+// Exit status: 0 on success (for verify: all checksums match and no value is NaN or Inf;
+// for diff: identical), 1 when
 // verify or diff find a difference, 2 on errors.
 #include <fmt/format.h>
 #include <zerort/zerort.h>
@@ -144,6 +145,19 @@ int verify(const std::string &path) {
       fmt::print("{}: {}\n", t.name,
                  t.has_checksum ? "checksum does not match: corrupted" : "no checksum");
       ++bad;
+      continue;
+    }
+    // Intact bytes can still hold a model that diverged: a NaN or Inf saved by a run that
+    // trained through it is as unusable as a corrupted tensor.
+    const std::vector<float> v = r.read(i);
+    size_t nan = 0, inf = 0;
+    for (float x : v) {
+      nan += std::isnan(x) ? 1 : 0;
+      inf += std::isinf(x) ? 1 : 0;
+    }
+    if (nan + inf > 0) {
+      fmt::print("{}: holds {} NaN and {} Inf of {} values\n", t.name, nan, inf, v.size());
+      ++bad;
     }
   }
   fmt::print("{}: {} of {} tensors verified{}\n", path, r.count() - bad, r.count(),
@@ -263,8 +277,8 @@ int main(int argc, char **argv) {
       app.add_subcommand("inspect", "attributes and a table of tensors, norms, checksums");
   inspect_cmd->add_option("file", file, "checkpoint")->required();
   inspect_cmd->add_flag("--json", json, "JSON instead of a table");
-  auto *verify_cmd =
-      app.add_subcommand("verify", "recompute every checksum (exit 1 on a mismatch)");
+  auto *verify_cmd = app.add_subcommand(
+      "verify", "recompute every checksum and look for NaN and Inf (exit 1 on either)");
   verify_cmd->add_option("file", file, "checkpoint")->required();
   auto *diff_cmd =
       app.add_subcommand("diff", "max absolute and relative difference per tensor (exit 1 if any)");

@@ -26,6 +26,7 @@
 
 #include "data/data_location.hpp"
 #include "train/engine_model_state.hpp"
+#include "train/signals.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -157,6 +158,11 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--log-every", t.log_every, "progress line every N steps")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-skipped-steps", t.max_skipped_steps,
+                 "stop (exit 1) after N updates in a row skipped for a NaN or Inf gradient; 0: "
+                 "never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--save", c.save,
                  "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
                  "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
@@ -221,8 +227,12 @@ void check_blas(bool print) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  // From the first line: a SIGUSR1 or SIGTERM during start-up (a long checkpoint load, say)
+  // is kept, and the run stops after its first step with a checkpoint, instead of dying.
+  gpt2::install_stop_signals();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  gpt2::install_stop_signals();  // in case MPI's start-up set handlers of its own
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -249,7 +259,7 @@ int main(int argc, char **argv) {
     zrt_context_h ctx = nullptr;
     zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
     if (st != ZRT_SUCCESS) {
-      fmt::print(stderr, "zrt-gpt2: rank {}: zrt_init: {}\n", rank, zrt_last_error_message());
+      fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, zrt_last_error_message());
       MPI_Finalize();
       return 1;
     }
@@ -304,6 +314,10 @@ int main(int argc, char **argv) {
         // Stopped by a signal (a time limit or a preemption coming): "try again later", so
         // that a batch script can requeue the job, which then resumes from the checkpoint.
         if (result.stopped) rc = kExitStopped;
+      } catch (const gpt2::TrainingDiverged &e) {
+        // Every rank stops at the same step (the skips are agreed): no collective is open.
+        if (rank == 0) fmt::print(stderr, "zrt-gpt2: {}\n", e.what());
+        rc = 1;
       } catch (const std::exception &e) {
         fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, e.what());
         // Other ranks may be inside a collective: end the job rather than hang.

@@ -216,8 +216,8 @@ int main(int argc, char **argv) {
   zrt_context_h ctx = nullptr;
   zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
   if (st != ZRT_SUCCESS) {
-    std::fprintf(stderr, "zrt-info: rank %d: zrt_init failed: %s: %s\n", rank,
-                 zrt_status_string(st), zrt_last_error_message());
+    std::fprintf(stderr, "zrt-info: rank %d: %s (%s)\n", rank, zrt_last_error_message(),
+                 zrt_status_string(st));
     MPI_Finalize();
     return 1;
   }

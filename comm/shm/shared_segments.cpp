@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/agree.hpp"
+#include "runtime/agreement_watch.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
 
@@ -24,13 +25,27 @@ SharedSegments::SharedSegments(MPI_Comm comm)
     : comm_(MpiComm::dup(comm, "MPI_Comm_dup(shared segments)")) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  // The deadline of the communicator these segments serve.
+  const AgreementWatch *parent = AgreementWatch::find(comm);
+  watch_ = std::make_unique<AgreementWatch>(comm_, parent != nullptr ? parent->timeout() : 0);
 }
 
 SharedSegments::~SharedSegments() {
-  if (abandoned_) {
+  if (!abandoned_ && !segments_.empty()) {
+    // MPI_Win_free waits for every rank of the window and has no deadline: meet first
+    // under the watch, so that a rank that never comes is named instead of waited for.
+    try {
+      watched_barrier(comm_, "barrier before freeing shared-memory windows");
+    } catch (const Error &) {
+      abandoned_ = true;  // the windows stay mapped until the process ends
+    }
+  }
+  if (abandoned_ || !watch_->failure().empty()) {
+    watch_.reset();
     comm_.abandon();
     return;
   }
+  watch_.reset();
   // Every rank holds the same segments (allocation and free are collective), so the frees
   // match up.
   for (auto &[number, segment] : segments_)
@@ -53,8 +68,8 @@ void *SharedSegments::allocate(size_t bytes) {
   // node's ranks ask for together beyond the node's memory would end in the OOM killer or
   // SIGBUS, not in an error.
   uint64_t total = bytes;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, comm_),
-            "MPI_Allreduce(shared memory size)");
+  watched_allreduce(comm_, &total, 1, MPI_UINT64_T, MPI_SUM,
+                    "all-reduce of the shared memory asked for");
   run_agreed(comm_, [&] {
     if (bytes == 0) fail(ZRT_ERR_INVALID_ARGUMENT, "bytes is 0");
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -78,8 +93,8 @@ void *SharedSegments::allocate(size_t bytes) {
                                          &mine, &segment.win);
   MPI_Info_free(&info);
   int created = rc == MPI_SUCCESS ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &created, 1, MPI_INT, MPI_MIN, comm_),
-            "MPI_Allreduce(shared window created)");
+  watched_allreduce(comm_, &created, 1, MPI_INT, MPI_MIN,
+                    "agreement on the shared window's creation");
   try {
     run_agreed(comm_, [&] {
       check_mpi(rc, "MPI_Win_allocate_shared");
@@ -113,8 +128,7 @@ void SharedSegments::free(void *pointer) {
   const uint64_t number = number_of(pointer);
   // The same segment on every rank, or nobody frees anything.
   uint64_t range[2] = {number, ~number};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, comm_),
-            "MPI_Allreduce(zrt_comm_mem_free)");
+  watched_allreduce(comm_, range, 2, MPI_UINT64_T, MPI_MAX, "agreement on zrt_comm_mem_free");
   const uint64_t highest = range[0], lowest = ~range[1];
   if (number == kNone)
     fail(ZRT_ERR_INVALID_ARGUMENT,

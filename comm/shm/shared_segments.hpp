@@ -14,11 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "runtime/agreement_watch.hpp"
 #include "runtime/mpi_comm.hpp"
 
 namespace zrt {
@@ -66,6 +68,7 @@ class SharedSegments final : public SharedBuffers {
   void release(Segment &segment);
 
   MpiComm comm_;
+  std::unique_ptr<AgreementWatch> watch_;  // deadlines of the set-up and the frees
   int rank_ = 0, size_ = 1;
   mutable std::mutex mutex_;
   std::map<uint64_t, Segment> segments_;  // by number

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -131,9 +133,8 @@ std::vector<uint64_t> distributed_hashes(hid_t file, const std::vector<std::stri
       hashes[i] = dataset_hash(d.get());
     }
   });
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, hashes.data(), static_cast<int>(hashes.size()),
-                          MPI_UINT64_T, MPI_SUM, comm),
-            "MPI_Allreduce(checksums)");
+  watched_allreduce(comm, hashes.data(), static_cast<int>(hashes.size()), MPI_UINT64_T, MPI_SUM,
+                    "all-reduce of the checkpoint's checksums");
   return hashes;
 }
 
@@ -150,16 +151,21 @@ std::string directory_of(const std::string &path) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Deletes checkpoints matching pattern ("{step}" a run of digits) except the newest keep.
-void prune(const std::string &pattern, int keep) {
+// The files that pattern names, "{step}" standing for a run of digits, as (step, path) in
+// no particular order; a pattern without "{step}" names one file (step 0).
+std::vector<std::pair<long long, std::string>> files_of(const std::string &pattern) {
+  std::vector<std::pair<long long, std::string>> found;
   size_t at = pattern.find("{step}");
-  if (at == std::string::npos || keep <= 0) return;
+  if (at == std::string::npos) {
+    struct stat st {};
+    if (::stat(pattern.c_str(), &st) == 0) found.emplace_back(0, pattern);
+    return found;
+  }
   std::string dir = directory_of(pattern);
   std::string base =
       pattern.substr(dir == "." && pattern.find('/') == std::string::npos ? 0 : dir.size() + 1);
   size_t base_at = base.find("{step}");
   std::string prefix = base.substr(0, base_at), suffix = base.substr(base_at + 6);
-  std::vector<std::pair<long long, std::string>> found;
   if (DIR *d = opendir(dir.c_str())) {
     while (dirent *e = readdir(d)) {
       std::string n = e->d_name;
@@ -172,6 +178,68 @@ void prune(const std::string &pattern, int keep) {
     }
     closedir(d);
   }
+  return found;
+}
+
+// Why writing path may have failed, as the file system tells it: free space and the file
+// size limit (ulimit -f), which MPI-IO and HDF5 report only as "can't write data". Empty
+// when neither is short.
+std::string storage_diagnosis(const std::string &path) {
+  std::string out;
+  struct statvfs fs {};
+  if (::statvfs(directory_of(path).c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < (64u << 20))
+      out += fmt::format("; {} has {} bytes free (No space left on device?)", directory_of(path),
+                         free_bytes);
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    out += fmt::format("; the file size limit (ulimit -f) is {} bytes (File too large)",
+                       static_cast<uint64_t>(limit.rlim_cur));
+  return out;
+}
+
+// Refuses a save that cannot fit: HDF5 1.10 cannot close a file whose writes failed, and
+// the file it keeps open crashes the process at MPI_Finalize. So the space (free bytes of
+// the file system, and the file size limit, ulimit -f) is checked before anything is
+// written, against the datasets' bytes plus a margin for HDF5's metadata.
+void check_room(const std::string &tmp, uint64_t bytes) {
+  const uint64_t need = bytes + bytes / 64 + (1u << 20);
+  struct statvfs fs {};
+  if (::statvfs(directory_of(tmp).c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < need)
+      fail(ZRT_ERR_IO,
+           "cannot save {}: it needs about {} bytes and {} has {} free (No space left on "
+           "device); nothing was written",
+           tmp, need, directory_of(tmp), free_bytes);
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      limit.rlim_cur < need)
+    fail(ZRT_ERR_IO,
+         "cannot save {}: it needs about {} bytes but the file size limit (ulimit -f) is {} "
+         "bytes (File too large); nothing was written",
+         tmp, need, static_cast<uint64_t>(limit.rlim_cur));
+}
+
+// A save killed before its rename leaves PATH.tmp behind (as large as a checkpoint): the
+// next save of the same pattern removes every such file, and says so.
+void remove_unfinished_saves(const std::string &pattern) {
+  for (const auto &[step, path] : files_of(pattern + ".tmp")) {
+    if (std::remove(path.c_str()) != 0)
+      log::warn("cannot remove {}, left by a save that did not finish: {}", path,
+                std::strerror(errno));
+    else
+      log::info("removed {}, left by a save that did not finish", path);
+  }
+}
+
+// Deletes checkpoints matching pattern ("{step}" a run of digits) except the newest keep.
+void prune(const std::string &pattern, int keep) {
+  if (pattern.find("{step}") == std::string::npos || keep <= 0) return;
+  std::vector<std::pair<long long, std::string>> found = files_of(pattern);
   std::sort(found.begin(), found.end());
   for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
     if (std::remove(found[i].second.c_str()) != 0)
@@ -242,12 +310,22 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
       fail(ZRT_ERR_INVALID_ARGUMENT, "metadata is not valid JSON");
   });
 
+  hid_t raw_file = H5I_INVALID_HID;  // to learn whether a failed save could close it
   try {
     std::map<int, std::vector<Run>> runs = runs_by_param(e, false);
     const std::string kind = optimizer_state_kind(e);
     {
       h5::Id file;
+      // Apart from the create: no rank may open the old PATH.tmp while rank 0 removes it.
+      run_agreed(comm, [&] {
+        if (e.rank() == 0) remove_unfinished_saves(pattern);
+        uint64_t elements = 0;
+        for (int i = 0; i < e.param_count(); ++i)
+          elements += e.param(i).numel;
+        check_room(tmp, elements * sizeof(float) * (1 + state_names(kind).size()));
+      });
       run_agreed(comm, [&] { file = h5::create_file(tmp, comm); });
+      raw_file = file.get();
       nlohmann::json optimizer{{"type", optimizer_name(s.optimizer)},
                                {"lr", e.lr()},
                                {"betas", {s.beta1, s.beta2}},
@@ -319,7 +397,7 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
       });
     }
     // Publish atomically: the previous checkpoint stays until this one is complete.
-    check_mpi(MPI_Barrier(comm), "MPI_Barrier");
+    watched_barrier(comm, "barrier before the checkpoint's rename");
     run_agreed(comm, [&] {
       if (e.rank() != 0) return;
       fsync_path(tmp, false);
@@ -328,7 +406,15 @@ void save(Engine &e, const std::string &pattern, const std::string &metadata, in
       fsync_path(directory_of(path), true);
       prune(pattern, keep_last);
     });
+  } catch (Error &err) {
+    // A write that failed (a full disk) also fails the close's flush, and HDF5 keeps the file
+    // open on the engine's communicator until MPI_Finalize: the engine must then keep that
+    // communicator, or HDF5's final close would use a freed one.
+    if (raw_file >= 0 && H5Iis_valid(raw_file) > 0) e.keep_control_comm();
+    if (e.rank() == 0) std::remove(tmp.c_str());
+    throw Error(err.status(), std::string(err.what()) + storage_diagnosis(tmp));
   } catch (...) {
+    if (raw_file >= 0 && H5Iis_valid(raw_file) > 0) e.keep_control_comm();
     if (e.rank() == 0) std::remove(tmp.c_str());
     throw;
   }

@@ -1,5 +1,9 @@
 #include "optim/checkpoint/h5.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace zrt::h5 {
@@ -28,8 +32,14 @@ std::string last_message() {
 
 hid_t check(hid_t id, const std::string &what) {
   if (id < 0) {
+    const int err = errno;
     std::string detail = last_message();
-    fail(ZRT_ERR_IO, "{}{}", what, detail.empty() ? "" : ": " + detail);
+    // HDF5's own words ("can't write data") hide the system's: say a full disk, a quota or
+    // a size limit by name.
+    const bool system =
+        err == ENOSPC || err == EDQUOT || err == EFBIG || err == EIO || err == EROFS;
+    fail(ZRT_ERR_IO, "{}{}{}", what, detail.empty() ? "" : ": " + detail,
+         system ? fmt::format(" ({})", std::strerror(err)) : "");
   }
   return id;
 }
@@ -43,16 +53,24 @@ Id file_access(MPI_Comm comm) {
     check(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
   return fapl;
 }
+// What is wrong with a file HDF5 could not open, in the words of the system where it can
+// say: a missing file, a directory, a permission, an empty file.
+std::string why_unreadable(const std::string &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);  // "No such file or directory"
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (::access(path.c_str(), R_OK) != 0) return std::strerror(errno);  // "Permission denied"
+  if (st.st_size == 0) return "the file is empty";
+  return fmt::format("not a readable HDF5 file ({} bytes: truncated, corrupted, or not HDF5)",
+                     st.st_size);
+}
+
 }  // namespace
 
 Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
   Id fapl = file_access(comm);
   hid_t f = H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
-  if (f < 0)
-    fail(ZRT_ERR_IO,
-         "cannot open checkpoint {}: not a readable HDF5 file (missing, truncated or "
-         "corrupted)",
-         path);
+  if (f < 0) fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, why_unreadable(path));
   Id file(f, H5Fclose);
   // Only files with checksummed metadata (superblock 2 and later, as zerort writes them):
   // HDF5 1.10 parses the older, unchecked headers of a damaged file into use-after-free

@@ -29,8 +29,8 @@ std::string temp_file(const std::string &name, const std::string &text) {
 }  // namespace
 
 TEST(ConfigInit, PrecedenceFileParamsEnvironment) {
-  std::string file = temp_file(
-      "prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false},
+  std::string file =
+      temp_file("prec.json", R"({"log_level": "info", "bind": "none", "comm": {"check_args": false},
                        "train_batch_size": 32})");
   zrt_init_params_t p = {};
   p.field_mask = ZRT_INIT_PARAM_FIELD_CONFIG_FILE | ZRT_INIT_PARAM_FIELD_LOG_LEVEL;

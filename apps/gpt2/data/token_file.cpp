@@ -44,6 +44,25 @@ const char *token_format_name(TokenFormat format) {
   return "?";
 }
 
+namespace {
+
+// The first 4 KiB are all printable ASCII, tabs and line ends, or UTF-8 lead and
+// continuation bytes: a text file. Token ids below 50257 fill both bytes of a uint16 with
+// values that rarely stay printable for long.
+bool looks_like_text(const unsigned char *base, size_t bytes) {
+  const size_t n = std::min<size_t>(bytes, 4096);
+  if (n < 64) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = base[i];
+    const bool printable =
+        (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\r' || c == '\t' || c >= 0x80;
+    if (!printable) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format, int vocab_size) {
   TokenFile f;
   f.path_ = path;
@@ -74,8 +93,24 @@ TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format,
   int32_t header[kHeaderInts] = {};
   const size_t header_bytes = sizeof(header);
   if (bytes >= sizeof(int32_t)) std::memcpy(header, base, std::min(bytes, header_bytes));
-  if (format == TokenFormat::automatic)
+  if (format == TokenFormat::automatic) {
     format = bytes >= sizeof(int32_t) && header[0] == kMagic ? TokenFormat::llmc : TokenFormat::raw;
+    // Raw tokens only when the file cannot be an llm.c file or a text file: a damaged
+    // magic number would otherwise train on the header, and a text file on its characters.
+    if (format == TokenFormat::raw) {
+      if (bytes >= header_bytes && header[2] >= 0 &&
+          bytes == header_bytes + sizeof(uint16_t) * static_cast<size_t>(header[2]))
+        fail(path, fmt::format("bad magic number {} in an llm.c header (llm.c token files begin "
+                               "with {}; the token count {} matches the file's size); "
+                               "--data-format raw reads it as raw tokens all the same",
+                               header[0], kMagic, header[2]));
+      if (looks_like_text(base, bytes))
+        fail(path,
+             "looks like text, not tokens (every byte of its beginning is printable): "
+             "zrt-tokenize --tokenizer DIR encode --out-dir OUT FILE makes token files "
+             "from text; --data-format raw reads it as raw tokens all the same");
+    }
+  }
   f.format_ = format;
 
   size_t data_offset = 0;

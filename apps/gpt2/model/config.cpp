@@ -4,8 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 namespace gpt2 {
 namespace {
@@ -76,6 +80,88 @@ Gpt2Config Gpt2Config::preset(const std::string &name) {
                   name));
 }
 
+namespace {
+
+// The keys a model config may hold: ours, and those of Hugging Face's GPT2Config that do
+// not change the model zrt-gpt2 builds (dropout, initialization, token ids, metadata), so a
+// config.json from the Hub works as it is. A misspelt key is an error with the nearest
+// names, as zerort's own configuration keys are.
+constexpr const char *kShapeKeys[] = {"base",       "n_layer",     "n_head", "n_embd",
+                                      "vocab_size", "n_positions", "n_ctx",  "block_size"};
+constexpr const char *kHfKeys[] = {"_name_or_path",
+                                   "activation_function",
+                                   "architectures",
+                                   "attn_pdrop",
+                                   "bos_token_id",
+                                   "embd_pdrop",
+                                   "eos_token_id",
+                                   "initializer_range",
+                                   "layer_norm_epsilon",
+                                   "model_type",
+                                   "n_inner",
+                                   "pad_token_id",
+                                   "reorder_and_upcast_attn",
+                                   "resid_pdrop",
+                                   "scale_attn_by_inverse_layer_idx",
+                                   "scale_attn_weights",
+                                   "summary_activation",
+                                   "summary_first_dropout",
+                                   "summary_proj_to_labels",
+                                   "summary_type",
+                                   "summary_use_proj",
+                                   "task_specific_params",
+                                   "tokenizer_class",
+                                   "torch_dtype",
+                                   "transformers_version",
+                                   "use_cache"};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+void check_keys(const nlohmann::json &j, const std::string &name) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string &key = it.key();
+    const auto is = [&](const char *k) { return key == k; };
+    if (std::any_of(std::begin(kShapeKeys), std::end(kShapeKeys), is) ||
+        std::any_of(std::begin(kHfKeys), std::end(kHfKeys), is))
+      continue;
+    std::string best;
+    size_t best_distance = 3;  // suggest only close names
+    for (const char *k : kShapeKeys)
+      if (size_t d = edit_distance(key, k); d < best_distance) best_distance = d, best = k;
+    bad(
+        fmt::format("model config {}: unknown key \"{}\"{}; the model keys are n_layer, n_head, "
+                    "n_embd, vocab_size, n_positions (and \"base\")",
+                    name, key, best.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", best)));
+  }
+  // Hugging Face keys that would change the model: only GPT-2's own values are built.
+  if (j.contains("n_inner") && !j["n_inner"].is_null())
+    bad(
+        fmt::format("model config {}: \"n_inner\" {} is not supported: zrt-gpt2's MLP is 4 x "
+                    "n_embd (n_inner null)",
+                    name, j["n_inner"].dump()));
+  if (j.contains("activation_function") && j["activation_function"] != "gelu_new")
+    bad(
+        fmt::format("model config {}: \"activation_function\" {} is not supported: zrt-gpt2 "
+                    "uses GPT-2's tanh GELU (\"gelu_new\")",
+                    name, j["activation_function"].dump()));
+}
+
+}  // namespace
+
 Gpt2Config Gpt2Config::from_json(const nlohmann::json &j, const std::string &name) {
   if (!j.is_object()) bad(fmt::format("model config {}: expected a JSON object", name));
   Gpt2Config c;
@@ -98,6 +184,7 @@ Gpt2Config Gpt2Config::from_json(const nlohmann::json &j, const std::string &nam
       bad(fmt::format("model config {}: missing \"{}\" (or give \"base\": a preset name)", name,
                       *keys.begin()));
   };
+  check_keys(j, name);
   read({"n_layer"}, c.num_layers, !have_base);
   read({"n_head"}, c.num_heads, !have_base);
   read({"n_embd"}, c.channels, !have_base);

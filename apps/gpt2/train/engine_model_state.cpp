@@ -1,6 +1,7 @@
 #include "engine_model_state.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <stdexcept>
@@ -254,6 +255,13 @@ class EngineModelState final : public ModelState {
         handles.push_back(h);
       }
       check(zrt_engine_commit(engine_));
+      // What the engine resolved: the environment (ZRT_ZERO_STAGE, ...) wins over our params.
+      size_t length = 0;
+      check(zrt_engine_describe(engine_, nullptr, 0, &length));
+      std::string text(length + 1, '\0');
+      check(zrt_engine_describe(engine_, text.data(), text.size(), &length));
+      text.resize(length);
+      resolved_ = nlohmann::json::parse(text);
       zrt_memory_report_t where{};
       where.field_mask = ZRT_MEMORY_REPORT_FIELD_PLACEMENT;
       check(zrt_engine_memory(engine_, &where));
@@ -333,15 +341,21 @@ class EngineModelState final : public ModelState {
   }
 
   std::string describe() const override {
-    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, AdamW{}, in {} memory{}",
-                       opt_.stage, ranks_, opt_.dtype == ZRT_DTYPE_BF16 ? "bf16" : "fp32",
-                       opt_.dtype == ZRT_DTYPE_BF16 ? " with fp32 master weights" : "",
-                       opt_.deterministic ? ", deterministic" : "", on_device_ ? "device" : "host",
+    const std::string dtype = resolved_.value("compute_dtype", "fp32");
+    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, {}{}, in {} memory{}",
+                       resolved_.value("stage", opt_.stage), ranks_, dtype,
+                       dtype != "fp32" ? " with fp32 master weights" : "",
+                       resolved_.value("optimizer", std::string("adamw")) == "adamw"
+                           ? "AdamW"
+                           : resolved_.value("optimizer", std::string()),
+                       resolved_.value("deterministic", false) ? ", deterministic" : "",
+                       on_device_ ? "device" : "host",
                        store_->direct() ? "" : " (tensors staged through fp32 buffers)");
   }
 
  private:
   EngineOptions opt_;
+  nlohmann::json resolved_;  // zrt_engine_describe after commit
   int ranks_ = 1;
   bool on_device_ = false;
   zrt_engine_h engine_ = nullptr;

@@ -166,6 +166,7 @@ struct Trainer::Impl {
     const double tokens_per_step =
         double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
     double time_sum = 0;
+    int64_t skipped_in_a_row = 0;
     while (step < opt_.steps) {
       const auto t0 = Clock::now();
       double loss = 0;
@@ -214,6 +215,13 @@ struct Trainer::Impl {
         fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
                    report.applied ? "" : " | update skipped (non-finite gradient)");
       std::fflush(stdout);
+      skipped_in_a_row = report.skipped ? skipped_in_a_row + 1 : 0;
+      if (opt_.max_skipped_steps > 0 && skipped_in_a_row >= opt_.max_skipped_steps)
+        throw TrainingDiverged(fmt::format(
+            "training diverged: {} steps in a row (to step {}) had a NaN or Inf gradient and "
+            "were skipped (loss {:.4g}); the parameters are those of step {}. Lower --lr, or "
+            "resume from an earlier checkpoint (--max-skipped-steps 0 goes on regardless)",
+            skipped_in_a_row, step, loss, step - skipped_in_a_row));
 
       if (shared[1] > 0) {
         // Every rank leaves here together, after the same step.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,22 @@ struct TrainOptions {
   bool plot = false;
   std::filesystem::path plot_dir = ".";
   int64_t log_every = 1;
+  // Consecutive updates skipped for a non-finite gradient (the engine's check, agreed
+  // across ranks) after which the run stops as diverged (TrainingDiverged); 0: never.
+  int64_t max_skipped_steps = 10;
   bool quiet = false;  // no progress lines (tests)
   // Checkpoints (zerort's HDF5, train/checkpoint_info.hpp): written at the end, every
   // save_every steps, and when a stop signal arrives; "{step}" in the path becomes the step.
   std::filesystem::path save_path;
   int64_t save_every = 0;             // 0: only at the end (or on a signal)
   std::filesystem::path resume_path;  // continue from this checkpoint
+};
+
+// Thrown by Trainer::run on every rank at the same step (the skips are agreed): the run
+// diverged, and nothing was saved after it did.
+class TrainingDiverged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct TrainResult {

@@ -289,14 +289,16 @@ enum zrt_step_report_field {
   ZRT_STEP_REPORT_FIELD_GRAD_NORM = 1u << 4,
   /** offload_copy_seconds, offload_exposed_seconds */
   ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES = 1u << 5,
-  ZRT_STEP_REPORT_FIELD_ALL = (1u << 6) - 1
+  ZRT_STEP_REPORT_FIELD_SKIPPED_STEPS = 1u << 6,
+  ZRT_STEP_REPORT_FIELD_ALL = (1u << 7) - 1
 };
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
 typedef struct zrt_step_report {
   uint64_t field_mask; /**< set by the caller: the fields to fill (ZRT_STEP_REPORT_FIELD_*) */
   int applied;         /**< 1 if the optimizer ran (last micro-step and no overflow) */
-  int skipped;         /**< 1 if an overflow on any rank skipped the step on every rank */
+  int skipped;         /**< 1 if a non-finite gradient on any rank (an fp16 overflow, a NaN)
+                            skipped the step on every rank */
   int64_t step;        /**< optimizer steps applied so far */
   double loss_scale;   /**< the scale to multiply the next loss by */
   double grad_norm;    /**< global L2 norm of the unscaled gradient, before clipping */
@@ -309,6 +311,9 @@ typedef struct zrt_step_report {
    *  share hidden. */
   double offload_copy_seconds;
   double offload_exposed_seconds;
+  /** Steps skipped so far because the global gradient norm was Inf or NaN (every dtype,
+   *  with check_grad_overflow on, the default; fp16 overflows included). */
+  int64_t skipped_steps;
 } zrt_step_report_t;
 
 /**
@@ -406,6 +411,18 @@ typedef struct zrt_memory_report {
  * on @p engine.
  */
 ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t *report_p);
+
+/**
+ * @brief Describe the engine as JSON: what it resolved from its params, the configuration
+ * file and the environment (stage, compute dtype, optimizer and its hyperparameters,
+ * bucket sizes in bytes, memory space, deterministic, check_grad_overflow, ...) and, under
+ * "settings", every value with its source. The environment wins over params, so this is
+ * what a program should print rather than what it asked for.
+ *
+ * snprintf-like, as zrt_context_describe. Local, non-blocking, thread-safe.
+ */
+ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t size,
+                                         size_t *length_p);
 
 ZRT_END_DECLS
 

@@ -1,9 +1,7 @@
-#include "comm/graveyard.hpp"
+#include "runtime/graveyard.hpp"
 
 #include <mutex>
 #include <vector>
-
-#include "comm/backend.hpp"
 
 namespace zrt {
 
@@ -11,8 +9,7 @@ namespace {
 
 struct Graves {
   std::mutex mutex;
-  std::vector<BackendOp *> ops;
-  std::vector<char *> bytes;
+  std::vector<const void *> kept;
 };
 
 // Never destroyed: a static destructor would run after MPI_Finalize, and the buried
@@ -25,14 +22,10 @@ Graves &graves() {
 
 }  // namespace
 
-void bury(std::unique_ptr<BackendOp> op) {
+void keep_forever(const void *p) {
+  if (p == nullptr) return;
   std::lock_guard lock(graves().mutex);
-  graves().ops.push_back(op.release());
-}
-
-void bury(std::unique_ptr<char[]> bytes) {
-  std::lock_guard lock(graves().mutex);
-  graves().bytes.push_back(bytes.release());
+  graves().kept.push_back(p);
 }
 
 }  // namespace zrt

@@ -1,6 +1,8 @@
 // The watchdog of one communicator: a collective that does not complete within the timeout
 // (comm.timeout, ZRT_COMM_TIMEOUT) fails on every rank with a message that names the
-// operation, its sequence number, its size and the ranks that did not arrive.
+// operation, its sequence number, its size and the ranks that did not arrive. The same
+// machinery watches zerort's agreements (runtime/agreement_watch.hpp), whose operations
+// are numbered on their own communicator.
 //
 // Every rank keeps one receive posted on a communicator of its own (a duplicate). When a
 // rank's oldest unfinished collective #s passes the timeout, that rank (the detector)
@@ -37,8 +39,9 @@ struct WatchVerdict {
 
 class Watchdog {
  public:
-  // Collective over comm (duplicated). timeout in seconds, > 0.
-  Watchdog(MPI_Comm comm, double timeout);
+  // Collective over comm (duplicated). timeout in seconds, > 0. noun names what it
+  // watches in its messages ("collective", "agreement").
+  Watchdog(MPI_Comm comm, double timeout, const char *noun = "collective");
   ~Watchdog();
   Watchdog(const Watchdog &) = delete;
   Watchdog &operator=(const Watchdog &) = delete;
@@ -78,6 +81,7 @@ class Watchdog {
   MpiComm comm_;
   int rank_ = 0, size_ = 1;
   double timeout_ = 0, grace_ = 0;
+  const char *noun_ = "collective";
   Message incoming_;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   struct Outgoing {

@@ -1,4 +1,4 @@
-#include "comm/watchdog.hpp"
+#include "runtime/watchdog.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "comm/graveyard.hpp"
+#include "runtime/graveyard.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
@@ -37,8 +37,11 @@ double Watchdog::now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Watchdog::Watchdog(MPI_Comm comm, double timeout)
-    : comm_(MpiComm::dup(comm)), timeout_(timeout), grace_(std::clamp(timeout / 4, 0.2, 5.0)) {
+Watchdog::Watchdog(MPI_Comm comm, double timeout, const char *noun)
+    : comm_(MpiComm::dup(comm)),
+      timeout_(timeout),
+      grace_(std::clamp(timeout / 4, 0.2, 5.0)),
+      noun_(noun) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   post_receive();
@@ -135,9 +138,9 @@ std::string Watchdog::verdict_text(double now) const {
   std::vector<std::string> parts;
   if (!absent.empty())
     parts.push_back(
-        fmt::format("{} did not arrive (last collective posted on this "
+        fmt::format("{} did not arrive (last {} posted on this "
                     "communicator: {})",
-                    rank_list(absent), fmt::join(last, ", ")));
+                    rank_list(absent), noun_, fmt::join(last, ", ")));
   if (!silent.empty())
     parts.push_back(
         fmt::format("{} did not answer within {} (busy outside zerort without a "
@@ -145,8 +148,9 @@ std::string Watchdog::verdict_text(double now) const {
                     rank_list(silent), seconds_text(grace_)));
   if (parts.empty())
     parts.push_back(
-        "every rank arrived, but the collective made no progress (a rank that "
-        "posted it is not calling zrt_request_test/wait?)");
+        fmt::format("every rank arrived, but the {} made no progress (a rank that "
+                    "posted it is not calling zrt_request_test/wait?)",
+                    noun_));
   return fmt::format("{} did not complete within {}: {}; detected by rank {}", detecting_what_.what,
                      seconds_text(timeout_), fmt::join(parts, "; "), rank_);
 }
@@ -209,9 +213,9 @@ std::optional<WatchVerdict> Watchdog::poll(double now, const Oldest *oldest, uin
   if (alerted_ && now > alerted_deadline_) {
     decided_ = true;
     return WatchVerdict{alerted_seq_,
-                        fmt::format("rank {} reported that collective #{} did not complete "
+                        fmt::format("rank {} reported that {} #{} did not complete "
                                     "within {}, but its verdict did not arrive",
-                                    alerted_by_, alerted_seq_, seconds_text(timeout_))};
+                                    alerted_by_, noun_, alerted_seq_, seconds_text(timeout_))};
   }
   return std::nullopt;
 }

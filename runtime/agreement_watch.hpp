@@ -1,0 +1,65 @@
+// Deadlines for zerort's agreements and the other waits on one MPI communicator that depend
+// on every rank (agree_status, run_agreed, the engine's broadcasts of names and shapes).
+//
+// An agreement is an MPI nonblocking collective that cannot be cancelled, so a rank that is
+// stopped, hung in a debugger or dead (under a launcher that does not tear the job down)
+// would leave the others waiting for ever. Each watched communicator numbers its
+// agreements and runs a Watchdog (runtime/watchdog.hpp) on a duplicate of it: past the
+// timeout (comm.timeout), the ranks still waiting ask every rank how far it got and fail
+// with ZRT_ERR_TIMEOUT and one verdict that names the operation ("agreement #12 in
+// zrt_engine_step"), the ranks that did not arrive and the ranks that did not answer.
+// After that every agreement on the communicator fails at once with the same verdict:
+// the abandoned collective may still complete some day, so its buffers are buried and the
+// owner must give the communicator up (MpiComm::abandon) instead of freeing it.
+//
+// The owner of the communicator (the context, an engine) creates the watch right after the
+// communicator; the waits find it by the MPI_Comm. Waits on a communicator without one
+// still yield the core while they wait, but have no deadline.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace zrt {
+
+class Watchdog;
+
+class AgreementWatch {
+ public:
+  // Collective over comm. timeout in seconds; 0 watches nothing (no deadline).
+  AgreementWatch(MPI_Comm comm, double timeout);
+  ~AgreementWatch();
+  AgreementWatch(const AgreementWatch &) = delete;
+  AgreementWatch &operator=(const AgreementWatch &) = delete;
+
+  // The watch of comm, or nullptr.
+  static AgreementWatch *find(MPI_Comm comm);
+
+  // Why this communicator's agreements fail, or "" while they work.
+  std::string failure() const;
+  double timeout() const { return timeout_; }
+
+ private:
+  friend void wait_watched(MPI_Comm, MPI_Request *, const char *, const std::function<void()> &,
+                           std::unique_ptr<char[]> &);
+  MPI_Comm comm_;
+  double timeout_;
+  std::unique_ptr<Watchdog> watchdog_;
+  mutable std::mutex mutex_;
+  uint64_t posted_ = 0;  // agreements this rank has started on comm_
+  std::string failure_;
+};
+
+// Waits for request, an operation on comm that every rank of comm takes part in, calling
+// progress() (if given) between tests and yielding the core. what names it ("agreement
+// on status"). Under comm's watch, past its timeout it throws Error(ZRT_ERR_TIMEOUT) with
+// the verdict; buffer (what the operation may still write) is then buried, not freed.
+// Throws at once when the watch failed earlier.
+void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
+                  const std::function<void()> &progress, std::unique_ptr<char[]> &buffer);
+
+}  // namespace zrt

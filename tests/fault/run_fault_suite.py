@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The fault suite: zerort jobs with one fault injected, each bounded in time, checking the
+exit status, the time to exit and the message every surviving rank prints.
+
+    run_fault_suite.py FAULT_JOB ZRT_CKPT MPIEXEC [CASE...]
+
+FAULT_JOB is tests/fault/fault_job.cpp's program, ZRT_CKPT the zrt-ckpt tool, MPIEXEC
+scripts/mpirun-local. With no CASE every case runs.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 4.0  # ZRT_COMM_TIMEOUT of the jobs that wait for a stuck rank
+GRACE = 20.0  # what a verdict may take beyond it on 2 oversubscribed cores (MPI start too)
+
+job, zrt_ckpt, mpiexec = sys.argv[1:4]
+wanted = sys.argv[4:]
+failures = []
+
+
+def kill_session(p):
+    """SIGKILL to every process of p's session (mpiexec puts its ranks in process groups of
+    their own, so killing its group would leave them running), then waits until none is
+    left."""
+    subprocess.run(["pkill", "-KILL", "-s", str(p.pid)])
+    p.wait()
+    for _ in range(100):
+        if subprocess.run(["pgrep", "-s", str(p.pid)], stdout=subprocess.DEVNULL).returncode != 0:
+            return
+        time.sleep(0.05)
+
+
+def launch(cmd, env=None, limit=120):
+    """Runs cmd in a session of its own, so that a hung job (stopped ranks included) is
+    killed whole; returns (exit status or None on a hang, output, seconds)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, errors="replace", start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=limit)
+        return p.returncode, out, time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        kill_session(p)
+        out, _ = p.communicate()
+        return None, out, time.monotonic() - start
+
+
+def run(np, args, env=None, limit=120, mpi_args=()):
+    return launch([mpiexec, str(np), *mpi_args, job, *args], env, limit)
+
+
+def check(case, condition, what, output):
+    if not condition:
+        failures.append(case)
+        print(f"FAIL [{case}]: {what}\n--- output ---\n{output}\n--------------")
+    return condition
+
+
+def survivors_name(case, output, ranks, victim, pattern):
+    for r in ranks:
+        if r == victim:
+            continue
+        line = next((l for l in output.splitlines() if l.startswith(f"rank {r}: FAILED")), None)
+        if not check(case, line is not None, f"rank {r} printed no failure", output):
+            return
+        check(case, re.search(pattern, line) is not None,
+              f"rank {r}'s message does not match /{pattern}/: {line}", output)
+
+
+def stuck_rank(case, mode, np=4, victim=2, mpi_args=(), pattern=None, nonzero=True):
+    env = {"ZRT_COMM_TIMEOUT": str(TIMEOUT)}
+    rc, out, seconds = run(np, [mode, "--victim", str(victim), "--at", "3"], env,
+                           limit=TIMEOUT + GRACE + 60, mpi_args=mpi_args)
+    if not check(case, rc is not None, f"no exit within {TIMEOUT + GRACE + 60:.0f} s (a hang)",
+                 out):
+        return
+    if nonzero:
+        check(case, rc != 0, "exit status 0", out)
+    check(case, seconds < TIMEOUT + GRACE, f"took {seconds:.1f} s (> timeout {TIMEOUT} + {GRACE})",
+          out)
+    survivors_name(case, out, range(np), victim,
+                   pattern or rf"ZRT_ERR_TIMEOUT|timed out|did not complete within.*rank {victim}")
+    print(f"ok [{case}]: every survivor failed in {seconds:.1f} s naming rank {victim}")
+
+
+def case_step_stop():
+    stuck_rank("step-stop", "step-stop",
+               pattern=r"agreement #\d+ in zrt_engine_step did not complete within 4 s: "
+                       r"rank 2 did not answer")
+
+
+def case_collective_stop():
+    stuck_rank("collective-stop", "collective-stop",
+               pattern=r"all_reduce #\d+ .* did not complete within 4 s: rank 2 did not answer")
+
+
+def case_kill():
+    # A launcher that keeps the survivors alive when a rank dies (Open MPI's recovery mode).
+    # In that mode Open MPI's mpiexec exits 0 even after MPI_Abort: the ranks' messages and
+    # the time to exit are what count.
+    stuck_rank("kill", "kill", mpi_args=("--mca", "orte_enable_recovery", "1"),
+               pattern=r"did not complete within 4 s: rank 2 did not answer", nonzero=False)
+
+
+def case_settings():
+    for key, values in [("ZRT_COMM_BACKEND", ("shm", "mpi")), ("ZRT_FP16", ("false", "true")),
+                        ("ZRT_ZERO_STAGE", ("2", "3")),
+                        ("ZRT_REDUCE_BUCKET_SIZE", ("1000000", "2000000"))]:
+        case = f"settings {key}"
+        flags = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+        cmd = ["mpiexec", "--oversubscribe", *flags, "-n", "1", "-x", f"{key}={values[0]}", job,
+               "none", ":", "-n", "1", "-x", f"{key}={values[1]}", job, "none"]
+        rc, out, seconds = launch(cmd, limit=60)
+        if not check(case, rc is not None, "no exit within 60 s (a hang)", out):
+            continue
+        check(case, rc != 0, "exit status 0", out)
+        name = {"ZRT_COMM_BACKEND": "comm.backend", "ZRT_FP16": "fp16.enabled",
+                "ZRT_ZERO_STAGE": "zero_optimization.stage",
+                "ZRT_REDUCE_BUCKET_SIZE": "zero_optimization.reduce_bucket_size"}[key]
+        survivors_name(case, out, range(2), -1,
+                       rf"ZRT_ERR_MISMATCH|differ.*{re.escape(name)} is '{values[1]}' here"
+                       rf".* but '{values[0]}' on rank 0")
+        if case not in failures:
+            print(f"ok [{case}]: both ranks refused in {seconds:.1f} s naming {name}")
+
+
+def case_register_fail():
+    case = "register-fail"
+    rc, out, seconds = run(2, ["register-fail", "--victim", "1"], {"ZRT_COMM_TIMEOUT": "30"},
+                           limit=60)
+    if not check(case, rc is not None, "no exit within 60 s (a hang)", out):
+        return
+    check(case, rc != 0, "exit status 0", out)
+    check(case, seconds < 25, f"took {seconds:.1f} s: waited for a timeout", out)
+    survivors_name(case, out, [0], 1,
+                   r"zrt_engine_commit.*rank 1: zrt_param_register\('w1'\) failed on this rank")
+    check(case, "rank 1: zrt_param_register failed here" in out, "rank 1 printed nothing", out)
+    if case not in failures:
+        print(f"ok [{case}]: rank 0's commit failed with rank 1's reason in {seconds:.1f} s")
+
+
+def case_nan():
+    for dtype in ("fp32", "bf16", "fp16"):
+        case = f"nan {dtype}"
+        with tempfile.TemporaryDirectory() as d:
+            rc, out, seconds = run(2, ["nan", "--victim", "1", "--at", "3", "--dtype", dtype,
+                                       "--save", d], limit=120)
+            if not check(case, rc == 0, f"exit status {rc}", out):
+                continue
+            for r in (0, 1):
+                check(case, re.search(rf"rank {r}: step 3 skipped 1 \(skipped so far 1\), "
+                                      r"grad_norm (nan|inf).*parameters unchanged yes", out),
+                      f"rank {r} did not skip step 3 leaving its parameters unchanged", out)
+            diff = subprocess.run([zrt_ckpt, "diff", f"{d}/before.h5", f"{d}/after.h5"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            check(case, diff.returncode == 0,
+                  "the checkpoints before and after the skipped step differ", diff.stdout)
+            if case not in failures:
+                print(f"ok [{case}]: step skipped on both ranks, state bitwise unchanged "
+                      f"(zrt-ckpt diff: exit 0)")
+
+
+def case_nan_unchecked():
+    # With the check off (ZRT_CHECK_GRAD_OVERFLOW=0) the NaN reaches the parameters, and
+    # zrt-ckpt verify refuses the checkpoint that holds it.
+    case = "nan unchecked"
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, _ = run(2, ["nan", "--victim", "1", "--at", "3", "--save", d],
+                         {"ZRT_CHECK_GRAD_OVERFLOW": "0"}, limit=120)
+        if not check(case, rc == 0, f"exit status {rc}", out):
+            return
+        check(case, "rank 0: step 3 skipped 0" in out and "parameters unchanged no" in out,
+              "the step was skipped with the check off", out)
+        verify = subprocess.run([zrt_ckpt, "verify", f"{d}/after.h5"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        check(case, verify.returncode == 1 and re.search(r"holds \d+ NaN", verify.stdout),
+              f"zrt-ckpt verify exit {verify.returncode} on a checkpoint holding NaN",
+              verify.stdout)
+        if case not in failures:
+            print(f"ok [{case}]: the NaN reached the parameters; zrt-ckpt verify refused them")
+
+
+def case_killed_saves():
+    # A job killed at 10 moments while it saves over and over: what is left at PATH always
+    # verifies, and the next save removes the PATH.tmp a killed one left.
+    case = "killed saves"
+    import random
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as d:
+        kinds = {"no checkpoint yet": 0, "intact": 0, "tmp left": 0}
+        for i in range(10):
+            wait = rng.uniform(1.0, 3.0)
+            p = subprocess.Popen([mpiexec, "2", job, "save-loop", "--steps", "1000", "--save", d],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+            time.sleep(wait)
+            kill_session(p)
+            path = os.path.join(d, "ckpt.h5")
+            if os.path.exists(path + ".tmp"):
+                kinds["tmp left"] += 1
+            if not os.path.exists(path):
+                kinds["no checkpoint yet"] += 1
+                continue
+            v = subprocess.run([zrt_ckpt, "verify", path], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            if not check(case, v.returncode == 0,
+                         f"kill {i} after {wait:.2f} s: the checkpoint does not verify", v.stdout):
+                return
+            kinds["intact"] += 1
+        tmp_before = os.path.exists(os.path.join(d, "ckpt.h5.tmp"))
+        if not tmp_before:  # make one, as a kill between the create and the rename leaves it
+            with open(os.path.join(d, "ckpt.h5.tmp"), "wb") as f:
+                f.write(b"\0" * 4096)
+        rc, out, _ = run(2, ["save-loop", "--steps", "1", "--save", d], {"ZRT_LOG_LEVEL": "info"})
+        check(case, rc == 0, f"the save after the kills failed ({rc})", out)
+        check(case, not os.path.exists(os.path.join(d, "ckpt.h5.tmp")),
+              "the next save left the .tmp of a killed one", out)
+        check(case, "left by a save that did not finish" in out,
+              "the next save did not say it removed the .tmp", out)
+        if case not in failures:
+            print(f"ok [{case}]: 10 kills ({kinds['intact']} intact checkpoints verified, "
+                  f"{kinds['tmp left']} .tmp left and removed by the next save, "
+                  f"{kinds['no checkpoint yet']} before the first save)")
+
+
+def case_disk_full():
+    case = "disk full"
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, _ = run(2, ["disk-full", "--at", "2", "--steps", "3", "--save", d], limit=120)
+        if not check(case, rc == 0, f"exit status {rc}", out):
+            return
+        for r in (0, 1):
+            check(case, re.search(rf"rank {r}: save under the limit: I/O error: .*File too large",
+                                  out), f"rank {r} did not report the cause", out)
+        v = subprocess.run([zrt_ckpt, "verify", os.path.join(d, "good.h5")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(case, v.returncode == 0, "the previous checkpoint does not verify", v.stdout)
+        check(case, not os.path.exists(os.path.join(d, "full.h5.tmp")),
+              "the save after the failed one left its .tmp", out)
+        if case not in failures:
+            print(f"ok [{case}]: the save failed on both ranks saying 'File too large'; the "
+                  f"previous checkpoint verifies; the next save succeeded")
+
+
+CASES = {
+    "step-stop": case_step_stop,
+    "collective-stop": case_collective_stop,
+    "kill": case_kill,
+    "settings": case_settings,
+    "register-fail": case_register_fail,
+    "nan": case_nan,
+    "nan-unchecked": case_nan_unchecked,
+    "killed-saves": case_killed_saves,
+    "disk-full": case_disk_full,
+}
+
+for name, fn in CASES.items():
+    if not wanted or name in wanted:
+        fn()
+if failures:
+    print(f"FAILED: {', '.join(failures)}")
+    sys.exit(1)
+print("ok: every fault case")
