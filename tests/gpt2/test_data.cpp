@@ -89,6 +89,20 @@ TEST(TokenFile, BrokenFilesSayWhatIsWrong) {
   EXPECT_EQ(open_error(dir, "missing.bin", TokenFormat::automatic),
             "token file missing.bin: cannot open: No such file or directory (run "
             "apps/data/prepare, or pass --data DIR with train.bin and val.bin)");
+  // auto reads raw tokens only from what cannot be an llm.c file or text.
+  int32_t damaged[256] = {20240521, 1, 10};
+  std::vector<char> bytes(sizeof(damaged) + 20, 0);
+  std::memcpy(bytes.data(), damaged, sizeof(damaged));
+  write_raw_bytes(dir / "magic.bin", bytes.data(), bytes.size());
+  EXPECT_EQ(open_error(dir, "magic.bin", TokenFormat::automatic),
+            "token file magic.bin: bad magic number 20240521 in an llm.c header (llm.c token "
+            "files begin with 20240520; the token count 10 matches the file's size); "
+            "--data-format raw reads it as raw tokens all the same");
+  const std::string text(200, 'x');
+  write_raw_bytes(dir / "text.bin", text.data(), text.size());
+  EXPECT_NE(open_error(dir, "text.bin", TokenFormat::automatic).find("looks like text"),
+            std::string::npos);
+  EXPECT_EQ(open_error(dir, "text.bin", TokenFormat::raw), "opened");  // forced: as tokens
   EXPECT_THROW(parse_token_format("json"), std::invalid_argument);
 }
 

@@ -325,6 +325,12 @@ TEST(Config, BadConfigsSayWhatIsWrong) {
     }
     return std::string("accepted");
   };
+  EXPECT_EQ(message(R"({"base": "d2", "n_layre": 3})"),
+            "model config bad.json: unknown key \"n_layre\" (did you mean \"n_layer\"?); the "
+            "model keys are n_layer, n_head, n_embd, vocab_size, n_positions (and \"base\")");
+  EXPECT_EQ(message(R"({"base": "d2", "n_inner": 1000})"),
+            "model config bad.json: \"n_inner\" 1000 is not supported: zrt-gpt2's MLP is 4 x "
+            "n_embd (n_inner null)");
   EXPECT_EQ(message(R"({"n_layer": 2, "n_head": 5, "n_embd": 64})"),
             "model config bad.json: n_head = 5 does not divide n_embd = 64");
   EXPECT_EQ(message(R"({"n_layer": 2, "n_head": 4})"),

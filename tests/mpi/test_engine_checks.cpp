@@ -461,3 +461,21 @@ TEST(OptimizerApi, AdamTakesDefaultsForUnsetFieldsAndRequiresLrAndStep) {
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("args->field_mask has unknown bits 0x200000000");
 }
+
+// Ranks that ask for different engines (a rank-dependent branch in the program) are refused
+// on every rank at creation, naming the key and both values, instead of walking into
+// different collectives.
+TEST(EngineErrors, DifferentSettingsOnTwoRanksAreRefusedOnEveryRank) {
+  if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
+  zrt_engine_params_t p = basic(test::rank() == 1 ? 3 : 2, ZRT_DTYPE_FP32);
+  zrt_engine_h e = nullptr;
+  EXPECT_EQ(zrt_engine_create(test::context(), &p, &e), ZRT_ERR_MISMATCH);
+  EXPECT_EQ(e, nullptr);
+  mentions(
+      "rank 1: the engine's settings differ from rank 0's: zero_optimization.stage is '3' "
+      "here (params) but '2' on rank 0");
+  // The context still works: the next engine, alike on every rank, is created.
+  p = basic(2, ZRT_DTYPE_FP32);
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e));
+  EXPECT_EQ(zrt_engine_destroy(e), ZRT_SUCCESS);
+}

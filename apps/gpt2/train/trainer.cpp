@@ -275,10 +275,13 @@ struct Trainer::Impl {
         fmt::print(stderr, "zrt-gpt2: {}\n", e.what());  // the run itself succeeded
       }
     }
+    // null, not 0.0, for what this run never measured.
     log_.end({{"steps", step},
               {"reason", result.stopped ? "signal" : "done"},
-              {"final_loss", result.losses.empty() ? 0.0 : result.losses.back()},
-              {"val_loss", result.evals.empty() ? 0.0 : result.evals.back().val_loss}});
+              {"final_loss", result.losses.empty() ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(result.losses.back())},
+              {"val_loss", result.evals.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(result.evals.back().val_loss)}});
     return result;
   }
 
