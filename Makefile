@@ -2,12 +2,14 @@
 #   make run    install what is missing, configure, build, run the main job
 #   make test   install, build, run every ctest suite but the benchmarks
 #   make bench  build and run the benchmarks
-#   make fuzz   fuzz the checkpoint reader and safetensors parser (FUZZ_SECONDS each)
+#   make tsan   ThreadSanitizer: unit tests, progress thread and watchdog
+#   make fuzz   fuzz the checkpoint reader, safetensors parser, configuration parser and
+#               tokenizer (FUZZ_SECONDS each)
 SHELL := /bin/bash
 BUILD := build
 SANITIZE_BUILD := build-sanitize
 
-.PHONY: all deps configure build run test bench sanitize fuzz format format-check install clean
+.PHONY: all deps configure build run test bench sanitize tsan fuzz format format-check install clean
 
 all: build
 
@@ -37,6 +39,12 @@ sanitize: deps
 	cmake --build --preset sanitize
 	ctest --preset sanitize
 
+# ThreadSanitizer: the unit tests, and the progress thread and watchdog at np 2 and 4.
+tsan: deps
+	test -f build-tsan/build.ninja || cmake --preset tsan
+	cmake --build --preset tsan
+	ctest --preset tsan
+
 # Coverage-guided fuzzing of the checkpoint reader and safetensors parser (clang libFuzzer).
 FUZZ_SECONDS ?= 60
 fuzz:
@@ -55,4 +63,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug build-fuzz
+	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug build-fuzz build-tsan

@@ -27,6 +27,18 @@ if(ZRT_SANITIZE)
   add_compile_definitions(ZRT_SANITIZE=1)
 endif()
 
+# make tsan: the unit tests and the threaded paths (progress thread, watchdog) under
+# ThreadSanitizer. MPI, UCX and hwloc are not instrumented: what they do is invisible to
+# it, and the races it reports are zerort's own.
+if(ZRT_SANITIZE_THREAD)
+  if(ZRT_SANITIZE)
+    message(FATAL_ERROR "ZRT_SANITIZE and ZRT_SANITIZE_THREAD cannot be combined")
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=thread;-fno-omit-frame-pointer>")
+  add_link_options(-fsanitize=thread)
+  add_compile_definitions(ZRT_SANITIZE_THREAD=1)
+endif()
+
 # make fuzz: coverage-guided libFuzzer targets (clang only). The code under test is
 # instrumented with fuzzer-no-link; only the fuzz executables link libFuzzer's main.
 if(ZRT_FUZZ)

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
@@ -14,8 +15,7 @@ GroupNodes group_nodes(const Context &context, MPI_Comm comm) {
   const NodeLayout &layout = context.topology().layout();
   int mine = layout.node_id;
   std::vector<int> ids(static_cast<size_t>(size));
-  check_mpi(MPI_Allgather(&mine, 1, MPI_INT, ids.data(), 1, MPI_INT, comm),
-            "MPI_Allgather(node ids)");
+  watched_allgather(comm, &mine, 1, MPI_INT, ids.data(), "all-gather of the node ids");
   GroupNodes out;
   out.faked = layout.faked;
   out.node_of.resize(ids.size());
@@ -40,8 +40,7 @@ GroupNodes group_nodes(const Context &context, MPI_Comm comm) {
   // A rank whose shared group is smaller than the communicator cannot map everyone; all
   // ranks must agree, so they take the smallest answer.
   int all = shared_size == size ? 1 : 0;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm),
-            "MPI_Allreduce(shared memory)");
+  watched_allreduce(comm, &all, 1, MPI_INT, MPI_MIN, "agreement on shared memory");
   out.shared_memory = all == 1;
   return out;
 }

@@ -1,7 +1,7 @@
 // One training job of the fault suite (run_fault_suite.py): a small model on zerort's
 // engine through the public C API, with one fault injected on one rank.
 //   fault_job MODE [--victim R] [--at STEP] [--steps N] [--dtype fp32|bf16|fp16]
-//             [--save DIR]
+//             [--save DIR] [--load FILE]
 // Modes:
 //   none             train; every rank prints "rank R: done"
 //   step-stop        the victim stops itself (SIGSTOP) just before zrt_engine_step
@@ -67,6 +67,7 @@ struct Options {
   int steps = 6;
   std::string dtype = "fp32";
   std::string save;
+  std::string load;  // a checkpoint to continue from, after the commit
 };
 
 Options parse(int argc, char **argv) {
@@ -84,6 +85,8 @@ Options parse(int argc, char **argv) {
       o.dtype = v;
     else if (k == "--save")
       o.save = v;
+    else if (k == "--load")
+      o.load = v;
   }
   return o;
 }
@@ -163,6 +166,10 @@ int main(int argc, char **argv) {
     }
   }
   CALL(zrt_engine_commit(engine));
+  if (!o.load.empty()) {
+    CALL(zrt_checkpoint_load(engine, o.load.c_str()));
+    std::printf("rank %d: resumed from %s\n", g_rank, o.load.c_str());
+  }
   const zrt_dtype_t dtype = ep.compute_dtype;
   std::vector<size_t> numel = {static_cast<size_t>(shapes[0][0] * 96), 96};
 

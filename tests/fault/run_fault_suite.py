@@ -217,14 +217,17 @@ def case_killed_saves():
         if not tmp_before:  # make one, as a kill between the create and the rename leaves it
             with open(os.path.join(d, "ckpt.h5.tmp"), "wb") as f:
                 f.write(b"\0" * 4096)
-        rc, out, _ = run(2, ["save-loop", "--steps", "1", "--save", d], {"ZRT_LOG_LEVEL": "info"})
-        check(case, rc == 0, f"the save after the kills failed ({rc})", out)
+        rc, out, _ = run(2, ["save-loop", "--steps", "1", "--save", d, "--load",
+                             os.path.join(d, "ckpt.h5")], {"ZRT_LOG_LEVEL": "info"})
+        check(case, rc == 0 and "rank 1: resumed from" in out,
+              f"resuming from the last checkpoint and saving again failed ({rc})", out)
         check(case, not os.path.exists(os.path.join(d, "ckpt.h5.tmp")),
               "the next save left the .tmp of a killed one", out)
         check(case, "left by a save that did not finish" in out,
               "the next save did not say it removed the .tmp", out)
         if case not in failures:
-            print(f"ok [{case}]: 10 kills ({kinds['intact']} intact checkpoints verified, "
+            print(f"ok [{case}]: 10 kills ({kinds['intact']} intact checkpoints verified, the last "
+                  f"one resumed, "
                   f"{kinds['tmp left']} .tmp left and removed by the next save, "
                   f"{kinds['no checkpoint yet']} before the first save)")
 
