@@ -376,7 +376,9 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error &e) {
+    } catch (const nlohmann::json::exception &e) {
+      // parse_error, and out_of_range for a number beyond a double ("5e812", found by the
+      // fuzz target).
       fail(ZRT_ERR_CONFIG, "configuration file {} is not valid JSON: {}", c.file_path_, e.what());
     }
     if (!j.is_object())

@@ -181,6 +181,23 @@ std::vector<std::pair<long long, std::string>> files_of(const std::string &patte
   return found;
 }
 
+// Fails on every rank, naming both, when some rank passed another path than rank 0.
+void same_path_on_every_rank(MPI_Comm comm, const std::string &path, const char *what) {
+  uint64_t length = path.size();
+  watched_bcast(comm, &length, sizeof length, 0, "broadcast of rank 0's checkpoint path");
+  std::string rank0(static_cast<size_t>(length), '\0');
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) rank0 = path;
+  watched_bcast(comm, rank0.data(), rank0.size(), 0, "broadcast of rank 0's checkpoint path");
+  run_agreed(comm, [&] {
+    if (rank0 != path)
+      fail(ZRT_ERR_MISMATCH,
+           "{} was given {} here but {} on rank 0: every rank must name the same checkpoint", what,
+           path, rank0);
+  });
+}
+
 // Why writing path may have failed, as the file system tells it: free space and the file
 // size limit (ulimit -f), which MPI-IO and HDF5 report only as "can't write data". Empty
 // when neither is short.
@@ -300,6 +317,7 @@ uint64_t dataset_hash(int64_t dataset_id) {
 void save(Engine &e, const std::string &pattern, const std::string &metadata, int keep_last) {
   h5::Quiet quiet;
   MPI_Comm comm = e.control_comm();
+  same_path_on_every_rank(comm, pattern, "zrt_checkpoint_save");
   Engine *device = e.state_place() == Place::Device ? &e : nullptr;
   const std::string path = expand_path(pattern, e.step_count());
   const std::string tmp = path + ".tmp";
@@ -450,6 +468,13 @@ void load(Engine &e, const std::string &path) {
   std::string kind;
   int64_t step = 0;
   nlohmann::json scaler;
+  // MPI-IO opens a file collectively and hangs when the ranks name different files or
+  // one of them cannot see it: agree on both first.
+  same_path_on_every_rank(comm, path, "zrt_checkpoint_load");
+  run_agreed(comm, [&] {
+    if (!h5::readable(path))
+      fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, h5::why_unreadable(path));
+  });
   run_agreed(comm, [&] {
     e.require_between_steps("zrt_checkpoint_load");
     file = h5::open_file(path, false, comm);

@@ -53,8 +53,14 @@ Id file_access(MPI_Comm comm) {
     check(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
   return fapl;
 }
-// What is wrong with a file HDF5 could not open, in the words of the system where it can
-// say: a missing file, a directory, a permission, an empty file.
+}  // namespace
+
+bool readable(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) &&
+         ::access(path.c_str(), R_OK) == 0 && st.st_size > 0;
+}
+
 std::string why_unreadable(const std::string &path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);  // "No such file or directory"
@@ -64,8 +70,6 @@ std::string why_unreadable(const std::string &path) {
   return fmt::format("not a readable HDF5 file ({} bytes: truncated, corrupted, or not HDF5)",
                      st.st_size);
 }
-
-}  // namespace
 
 Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
   Id fapl = file_access(comm);

@@ -60,6 +60,12 @@ hid_t check(hid_t id, const std::string &what);
 // The innermost message of HDF5's current error stack ("" if none).
 std::string last_message();
 
+// Whether path is a non-empty regular file this process may read, and if not, why, in the
+// words of the system where it can say ("No such file or directory", "it is a directory",
+// "Permission denied", "the file is empty").
+bool readable(const std::string &path);
+std::string why_unreadable(const std::string &path);
+
 Id open_file(const std::string &path, bool writable,
              MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
 Id create_file(const std::string &path, MPI_Comm comm);

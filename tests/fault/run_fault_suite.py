@@ -145,6 +145,38 @@ def case_register_fail():
         print(f"ok [{case}]: rank 0's commit failed with rank 1's reason in {seconds:.1f} s")
 
 
+def case_load_fail():
+    # One rank names another checkpoint (its node's own copy, say): MPI-IO's collective open
+    # of two files hangs, so the paths are compared first and every rank fails naming both.
+    # Then a checkpoint that is missing: every rank says so (the check runs on each rank, so
+    # a file that one node cannot see is named the same way).
+    case = "load-fail"
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, _ = run(2, ["save-loop", "--steps", "1", "--save", d])
+        if not check(case, rc == 0, f"the first save failed ({rc})", out):
+            return
+        flags = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+        good, missing = os.path.join(d, "ckpt.h5"), os.path.join(d, "elsewhere", "ckpt.h5")
+        cmd = ["mpiexec", "--oversubscribe", *flags, "-n", "1", job, "save-loop", "--steps", "1",
+               "--save", d, "--load", good, ":", "-n", "1", job, "save-loop", "--steps", "1",
+               "--save", d, "--load", missing]
+        rc, out, seconds = launch(cmd, limit=60)
+        if not check(case, rc is not None, "no exit within 60 s (a hang)", out):
+            return
+        check(case, rc != 0, "exit status 0", out)
+        survivors_name(case, out, range(2), -1,
+                       r"zrt_checkpoint_load: rank 1: zrt_checkpoint_load was given "
+                       r".*elsewhere/ckpt.h5 here but .*/ckpt.h5 on rank 0")
+        rc2, out2, _ = run(2, ["save-loop", "--steps", "1", "--save", d, "--load", missing])
+        check(case, rc2 is not None and rc2 != 0, f"loading a missing file: exit {rc2}", out2)
+        survivors_name(case, out2, range(2), -1,
+                       r"rank 0: cannot open checkpoint .*elsewhere/ckpt.h5: No such file or "
+                       r"directory")
+        if case not in failures:
+            print(f"ok [{case}]: different paths refused on both ranks in {seconds:.1f} s, "
+                  f"naming both; a missing file named on both")
+
+
 def case_nan():
     for dtype in ("fp32", "bf16", "fp16"):
         case = f"nan {dtype}"
@@ -257,6 +289,7 @@ CASES = {
     "kill": case_kill,
     "settings": case_settings,
     "register-fail": case_register_fail,
+    "load-fail": case_load_fail,
     "nan": case_nan,
     "nan-unchecked": case_nan_unchecked,
     "killed-saves": case_killed_saves,
