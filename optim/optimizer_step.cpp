@@ -247,43 +247,16 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
 void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
   // As run_lamb: the per-piece sums come to the host, the trust ratios go back as scalars.
   std::vector<Piece> pieces = param_pieces();
-  const size_t np = static_cast<size_t>(params_.count()), n = static_cast<size_t>(nranks_);
-  std::vector<double> sums(2 * np * n, 0.0);
   std::vector<std::pair<double, double>> piece_sums(pieces.size());
-  auto step_for = [&](int param) {
-    AdamStep s = base;
-    s.weight_decay = static_cast<float>(params_.weight_decay_of(param, settings_.weight_decay));
-    return s;
-  };
   DeviceKernels &k = memory_.kernels();
   for (size_t i = 0; i < pieces.size(); ++i)
-    k.lamb_moments(memory_.stream(), step_for(pieces[i].param), pieces[i].range,
+    k.lamb_moments(memory_.stream(), lamb_step(base, pieces[i].param), pieces[i].range,
                    &piece_sums[i].first, &piece_sums[i].second);
   memory_.synchronize();
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    size_t at =
-        (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
-    sums[at] = piece_sums[i].first;
-    sums[at + 1] = piece_sums[i].second;
-  }
-  if (!stage_.updates_everything) {
-    std::vector<double> mine(
-        sums.begin() + static_cast<long>(static_cast<size_t>(rank_) * np * 2),
-        sums.begin() + static_cast<long>((static_cast<size_t>(rank_) + 1) * np * 2));
-    sums = gather_partials(mine, 2 * np);
-  }
-  for (size_t p = 0; p < np; ++p) {
-    double w = 0, u = 0;
-    for (size_t r = 0; r < n; ++r) {
-      w += sums[(r * np + p) * 2];
-      u += sums[(r * np + p) * 2 + 1];
-    }
-    double trust = w > 0 && u > 0 ? std::clamp(std::sqrt(w) / std::sqrt(u), 0.01, 10.0) : 1.0;
-    const float lr_trust = static_cast<float>(lr * trust);
-    for (const Piece &piece : pieces)
-      if (static_cast<size_t>(piece.param) == p)
-        k.lamb_apply(memory_.stream(), step_for(piece.param), piece.range, lr_trust);
-  }
+  const std::vector<float> lr_trust = lamb_rates(pieces, piece_sums, lr);
+  for (const Piece &piece : pieces)
+    k.lamb_apply(memory_.stream(), lamb_step(base, piece.param), piece.range,
+                 lr_trust[static_cast<size_t>(piece.param)]);
 }
 
 void OptimizerStep::copy_to_device(const OwnedRange &o) {
@@ -321,23 +294,19 @@ void OptimizerStep::refresh_compute_copies(bool all) {
   }
 }
 
-void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {
+AdamStep OptimizerStep::lamb_step(const AdamStep &base, int param) const {
+  AdamStep s = base;
+  s.weight_decay = static_cast<float>(params_.weight_decay_of(param, settings_.weight_decay));
+  return s;
+}
+
+std::vector<float> OptimizerStep::lamb_rates(
+    const std::vector<Piece> &pieces, const std::vector<std::pair<double, double>> &piece_sums,
+    double lr) const {
   // A parameter's trust ratio needs its norms over all its pieces on all ranks, summed in
   // rank order.
-  std::vector<Piece> pieces = param_pieces();
   const size_t np = static_cast<size_t>(params_.count()), n = static_cast<size_t>(nranks_);
   std::vector<double> sums(2 * np * n, 0.0);  // [owner][param][w, u]
-  std::vector<std::pair<double, double>> piece_sums(pieces.size());
-  auto step_for = [&](int param) {
-    AdamStep s = base;
-    s.weight_decay = static_cast<float>(params_.weight_decay_of(param, settings_.weight_decay));
-    return s;
-  };
-  threads_.parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i)
-      kernels_.lamb_moments(step_for(pieces[i].param), pieces[i].range, &piece_sums[i].first,
-                            &piece_sums[i].second);
-  });
   for (size_t i = 0; i < pieces.size(); ++i) {
     size_t at =
         (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
@@ -361,9 +330,21 @@ void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {
     double trust = w > 0 && u > 0 ? std::clamp(std::sqrt(w) / std::sqrt(u), 0.01, 10.0) : 1.0;
     lr_trust[p] = static_cast<float>(lr * trust);
   }
+  return lr_trust;
+}
+
+void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {
+  std::vector<Piece> pieces = param_pieces();
+  std::vector<std::pair<double, double>> piece_sums(pieces.size());
   threads_.parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
-      kernels_.lamb_apply(step_for(pieces[i].param), pieces[i].range,
+      kernels_.lamb_moments(lamb_step(base, pieces[i].param), pieces[i].range, &piece_sums[i].first,
+                            &piece_sums[i].second);
+  });
+  const std::vector<float> lr_trust = lamb_rates(pieces, piece_sums, lr);
+  threads_.parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      kernels_.lamb_apply(lamb_step(base, pieces[i].param), pieces[i].range,
                           lr_trust[static_cast<size_t>(pieces[i].param)]);
   });
 }

@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "optim/engine_memory.hpp"
@@ -69,6 +70,12 @@ class OptimizerStep {
   void copy_to_device(const OwnedRange &o);
   void run_lamb(const AdamStep &base, double lr) const;
   void run_lamb_on_device(const AdamStep &base, double lr) const;
+  // LAMB, host and device alike: base with param's weight decay, and each parameter's
+  // learning rate times its trust ratio from the pieces' (|w|^2, |update|^2) sums.
+  AdamStep lamb_step(const AdamStep &base, int param) const;
+  std::vector<float> lamb_rates(const std::vector<Piece> &pieces,
+                                const std::vector<std::pair<double, double>> &piece_sums,
+                                double lr) const;
   // for_each_range on the device: a kernel per owned range, or per piece with per-parameter
   // weight decay, on the engine's stream.
   void for_each_range_on_device(const std::function<void(int, const OptimRange &)> &kernel) const;

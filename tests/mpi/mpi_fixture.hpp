@@ -7,6 +7,7 @@
 #include <zerort/zerort.h>
 
 #include <string>
+#include <vector>
 
 #include "../device_required.hpp"
 
@@ -20,6 +21,26 @@ int size();
 inline std::string last_error() {
   return zrt_last_error_message();
 }
+
+// Whether the calling thread's last error mentions what; a test failure (naming both) when
+// it does not.
+inline bool mentions(const std::string &what) {
+  bool ok = last_error().find(what) != std::string::npos;
+  if (!ok) ADD_FAILURE() << "last error '" << last_error() << "' does not mention '" << what << "'";
+  return ok;
+}
+
+// An engine destroyed when the test leaves, a failed ASSERT included.
+struct EngineOwner {
+  zrt_engine_h e = nullptr;
+  std::vector<zrt_param_h> params;
+  EngineOwner() = default;
+  EngineOwner(const EngineOwner &) = delete;
+  EngineOwner &operator=(const EngineOwner &) = delete;
+  ~EngineOwner() {
+    if (e) zrt_engine_destroy(e);
+  }
+};
 
 // A split of MPI_COMM_WORLD (MPI_COMM_NULL for MPI_UNDEFINED), freed when it goes out of
 // scope, a failed ASSERT included. The tests link the public library only, so this is
@@ -53,6 +74,9 @@ inline std::string device_missing() {
 }
 
 }  // namespace test
+
+// Asserts that a zerort call succeeded, printing the call and the last error.
+#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
 
 // Skips the test (or fails it, where a device is required) when there is no device memory
 // (the library's message already says how to emulate one).

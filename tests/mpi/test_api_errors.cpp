@@ -4,12 +4,7 @@
 #include "mpi_fixture.hpp"
 
 namespace {
-bool mentions(const std::string &what) {
-  bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok)
-    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
-  return ok;
-}
+using test::mentions;
 }  // namespace
 
 TEST(ApiErrors, NullHandlesAndPointers) {

@@ -20,14 +20,7 @@
 
 namespace {
 
-#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
-
-bool mentions(const std::string &what) {
-  bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok)
-    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
-  return ok;
-}
+using test::mentions;
 
 // A folder shared by the ranks of this job (rank 0 picks it and removes it at exit).
 struct RemoveAtExit {

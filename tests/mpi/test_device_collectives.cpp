@@ -16,8 +16,6 @@
 
 namespace {
 
-#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
-
 nlohmann::json describe(zrt_context_h ctx) {
   size_t n = 0;
   zrt_context_describe(ctx, nullptr, 0, &n);

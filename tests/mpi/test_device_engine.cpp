@@ -18,22 +18,9 @@
 
 namespace {
 
-#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
+using test::mentions;
 
-bool mentions(const std::string &what) {
-  bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok)
-    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
-  return ok;
-}
-
-struct Engine {
-  zrt_engine_h e = nullptr;
-  std::vector<zrt_param_h> params;
-  ~Engine() {
-    if (e) zrt_engine_destroy(e);
-  }
-};
+using Engine = test::EngineOwner;
 
 zrt_engine_params_t params_of(int stage, zrt_dtype_t dtype, zrt_engine_memory_t memory,
                               bool offload) {

@@ -158,8 +158,6 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   return p;
 }
 
-#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
-
 void train(const RunSpec &run, Result *out) {
   zrt_engine_params_t ep = engine_params(run);
   zrt_engine_h e = nullptr;

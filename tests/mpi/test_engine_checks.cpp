@@ -16,14 +16,7 @@
 
 namespace {
 
-#define CHECK_OK(call) ASSERT_EQ((call), ZRT_SUCCESS) << #call << ": " << test::last_error()
-
-bool mentions(const std::string &what) {
-  bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok)
-    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
-  return ok;
-}
+using test::mentions;
 
 zrt_engine_params_t basic(int stage, zrt_dtype_t dtype) {
   zrt_engine_params_t p = {};
@@ -33,13 +26,7 @@ zrt_engine_params_t basic(int stage, zrt_dtype_t dtype) {
   return p;
 }
 
-struct Engine {
-  zrt_engine_h e = nullptr;
-  std::vector<zrt_param_h> params;
-  ~Engine() {
-    if (e) zrt_engine_destroy(e);
-  }
-};
+using Engine = test::EngineOwner;
 
 }  // namespace
 

@@ -14,12 +14,7 @@ namespace {
 
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 
-bool mentions(const std::string &what) {
-  bool ok = test::last_error().find(what) != std::string::npos;
-  if (!ok)
-    ADD_FAILURE() << "last error '" << test::last_error() << "' does not mention '" << what << "'";
-  return ok;
-}
+using test::mentions;
 
 zrt_pool_h make_pool(zrt_memory_space_t space, size_t limit, zrt_compact_t compact,
                      const char *name) {
