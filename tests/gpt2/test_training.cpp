@@ -134,6 +134,23 @@ TEST(Training, StopsCleanlyOnSigusr1) {
   EXPECT_EQ(r.losses.size(), 3u);
 }
 
+TEST(Training, StopsAsDivergedAfterSkippedSteps) {
+  // A learning rate that blows the weights up after the first update: every later gradient
+  // is NaN, the engine skips each step (check_grad_overflow), and after max_skipped_steps
+  // of them in a row the run stops instead of training on.
+  TrainOptions o = small_run(20);
+  o.lr = {1e30, 1e29, 0, 20};
+  o.max_skipped_steps = 3;
+  auto state = engine_state(o);
+  try {
+    train(o, *state, world());
+    ADD_FAILURE() << "the run did not stop";
+  } catch (const TrainingDiverged &e) {
+    EXPECT_NE(std::string(e.what()).find("3 steps in a row (to step 4)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Training, WritesMetricsAndPlots) {
   ScratchDir dir("zrt_gpt2_metrics");
   TrainOptions o = small_run(4);
