@@ -26,7 +26,7 @@
 #include "cli_checks.hpp"
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
-#include "model/matmul.hpp"
+#include "nn/matmul.hpp"
 #include "train/engine_model_state.hpp"
 
 namespace {
@@ -106,9 +106,9 @@ struct GemmStep {
           W(w.data(), size_t(s.out), size_t(s.in)), DX(dx.data(), size_t(n), size_t(s.in)),
           DW(dw.data(), size_t(s.out), size_t(s.in));
       for (int l = 0; l < s.count; ++l) {
-        gpt2::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
-        gpt2::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
-        gpt2::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
+        nn::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
+        nn::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
+        nn::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
       }
     }
   }

@@ -17,10 +17,12 @@
 #include "device_buffer.hpp"
 #include "gradient_check.hpp"
 #include "model/gpt2_model.hpp"
-#include "model/local_parameter_store.hpp"
+#include "nn/local_parameter_store.hpp"
 
 namespace gpt2::test {
 namespace {
+using namespace nn::test;  // DeviceBuffer, the gradient checks
+using nn::LocalParameterStore;
 
 std::vector<int> random_tokens(size_t n, int vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -14,7 +14,7 @@
 
 #include "block_offload.hpp"
 #include "config.hpp"
-#include "tensor.hpp"
+#include "nn_types.hpp"
 
 namespace gpt2 {
 

@@ -3,53 +3,20 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <random>
 #include <stdexcept>
 #include <vector>
 
-#include "attention.hpp"
-#include "crossentropy.hpp"
-#include "encoder.hpp"
-#include "gelu.hpp"
-#include "layernorm.hpp"
-#include "matmul.hpp"
-#include "residual.hpp"
+#include "nn/attention.hpp"
+#include "nn/crossentropy.hpp"
+#include "nn/encoder.hpp"
+#include "nn/gelu.hpp"
+#include "nn/layernorm.hpp"
+#include "nn/matmul.hpp"
+#include "nn/normal.hpp"
+#include "nn/residual.hpp"
 
 namespace gpt2 {
-namespace {
-
-// Standard normal numbers from mt19937_64 by Box-Muller: unlike std::normal_distribution,
-// the same sequence with every standard library, so every rank initializes identically.
-class Normal {
- public:
-  explicit Normal(uint64_t seed) : rng_(seed) {}
-  double operator()() {
-    if (have_spare_) {
-      have_spare_ = false;
-      return spare_;
-    }
-    constexpr double two_pi = 6.283185307179586476925;
-    double u1 = (static_cast<double>(rng_() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-    double u2 = static_cast<double>(rng_() >> 11) * 0x1.0p-53;          // [0, 1)
-    double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(two_pi * u2);
-    have_spare_ = true;
-    return r * std::cos(two_pi * u2);
-  }
-
- private:
-  std::mt19937_64 rng_;
-  double spare_ = 0;
-  bool have_spare_ = false;
-};
-
-// The beta of a gradient's first write: add to a partial sum, or overwrite.
-template <class T>
-T beta_of(const GradBuffer<T> &g) {
-  return g.accumulate ? T(1) : T(0);
-}
-
-}  // namespace
+using namespace nn;  // the layers
 
 template <class T>
 Gpt2Model<T>::Gpt2Model(const Gpt2Config &config, ParameterStore<T> &store)

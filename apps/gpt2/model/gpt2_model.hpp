@@ -15,9 +15,8 @@
 
 #include "activations.hpp"
 #include "config.hpp"
+#include "nn_types.hpp"
 #include "parameter_layout.hpp"
-#include "parameter_store.hpp"
-#include "tensor.hpp"
 
 namespace gpt2 {
 

@@ -4,13 +4,6 @@
 
 namespace gpt2 {
 
-int64_t TensorSpec::numel() const {
-  int64_t n = 1;
-  for (int64_t e : shape)
-    n *= e;
-  return n;
-}
-
 std::vector<int> LayerParams::all() const {
   return {ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b};
 }

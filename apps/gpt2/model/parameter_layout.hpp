@@ -17,15 +17,11 @@
 #include <vector>
 
 #include "config.hpp"
+#include "nn/tensor_spec.hpp"
 
 namespace gpt2 {
 
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  bool weight_decay;  // matrices and embeddings decay; biases and LayerNorm gains do not
-  int64_t numel() const;
-};
+using nn::TensorSpec;
 
 /// Tensor ids of one transformer block, indexes into the layout.
 struct LayerParams {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/parameter_layout.hpp"
-#include "model/tensor.hpp"
+#include "model/nn_types.hpp"
 
 namespace gpt2 {
 // Kernels live in free functions of a named namespace: CUDA's extended lambdas may not be

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/parameter_store.hpp"
+#include "model/nn_types.hpp"
 
 namespace gpt2 {
 

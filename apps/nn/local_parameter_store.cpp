@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 LocalParameterStore<T>::LocalParameterStore(std::vector<TensorSpec> tensors)
@@ -79,4 +79,4 @@ void LocalParameterStore<T>::check_all_ready() const {
 template class LocalParameterStore<float>;
 template class LocalParameterStore<double>;
 
-}  // namespace gpt2
+}  // namespace nn

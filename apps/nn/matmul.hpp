@@ -5,7 +5,7 @@
 
 #include "tensor.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 /// C (m,n) = alpha * op(A) * op(B) + beta * C, where op is "N" (as is) or "T" (transposed).
 /// With beta = 0, C's old contents are never read.
@@ -27,4 +27,4 @@ template <class T>
 void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
                      CMat<T> weight, T beta_dinp, T beta_param);
 
-}  // namespace gpt2
+}  // namespace nn

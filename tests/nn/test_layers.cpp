@@ -7,15 +7,16 @@
 #include <random>
 
 #include "gradient_check.hpp"
-#include "model/attention.hpp"
-#include "model/crossentropy.hpp"
-#include "model/encoder.hpp"
-#include "model/gelu.hpp"
-#include "model/layernorm.hpp"
-#include "model/matmul.hpp"
-#include "model/residual.hpp"
+#include "nn/attention.hpp"
+#include "nn/crossentropy.hpp"
+#include "nn/embedding.hpp"
+#include "nn/encoder.hpp"
+#include "nn/gelu.hpp"
+#include "nn/layernorm.hpp"
+#include "nn/matmul.hpp"
+#include "nn/residual.hpp"
 
-namespace gpt2::test {
+namespace nn::test {
 namespace {
 
 constexpr double kTolerance = 1e-6;
@@ -259,5 +260,154 @@ TEST(Layers, CrossEntropyIsStableForLargeLogits) {
   EXPECT_NEAR(mean, 1000.0, 1e-9);  // finite although exp(-1000) underflows
 }
 
+TEST(Layers, ExactGeluGradientsAndValues) {
+  const int N = 41;
+  Buf inp(N), out(N), r(N);
+  std::mt19937_64 rng(15);
+  for (int i = 0; i < N; ++i)
+    inp.host[static_cast<size_t>(i)] = -4.0 + 8.0 * i / (N - 1);
+  inp.to_device();
+  r.randomize(rng);
+  auto loss = [&] {
+    gelu_forward<double>(out.vec(), inp.cvec(), GeluForm::erf);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  for (int i = 0; i < N; ++i) {  // x Phi(x), Phi from the C library's erfc
+    const double x = inp.host[static_cast<size_t>(i)];
+    EXPECT_NEAR(out.host[static_cast<size_t>(i)], x * 0.5 * std::erfc(-x / std::sqrt(2.0)), 1e-15);
+  }
+  Buf dinp(N, kNaN);
+  gelu_backward<double>(dinp.vec(), inp.cvec(), r.cvec(), GeluForm::erf);
+  EXPECT_LT(max_gradient_error("gelu (erf) d inp", inp, dinp.to_host(), loss), kTolerance);
+}
+
+// Sequence lengths on the device, for the padding mask.
+Kokkos::View<const int *, MemSpace> device_lengths(const std::vector<int> &lengths) {
+  return device_tokens(lengths);
+}
+
+TEST(Layers, PaddedPlanarAttentionGradients) {
+  AttentionShape s{3, 5, 2, 3};  // B, T, NH, hs
+  s.mask = AttentionMask::padding;
+  s.lengths = device_lengths({5, 2, 1});
+  s.layout = QkvLayout::planar;
+  const int BT = s.B * s.T, C = s.NH * s.hs;
+  std::mt19937_64 rng(16);
+  Buf qkv(3 * BT * C), out(BT * C), r(BT * C);
+  Buf qkvp(3 * BT * C), att(s.B * s.NH * s.T * s.T), yp(BT * C);
+  qkv.randomize(rng, 1.5);
+  r.randomize(rng);
+  auto loss = [&] {
+    attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(3 * BT, C),
+                              s);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  // Every row of sequence b, padded positions too, attends to exactly its first len(b) keys.
+  const int len[] = {5, 2, 1};
+  att.to_host();
+  for (int row = 0; row < s.B * s.NH * s.T; ++row) {
+    const int b = row / (s.NH * s.T);
+    double sum = 0;
+    for (int t2 = 0; t2 < s.T; ++t2) {
+      const double a = att.host[static_cast<size_t>(row * s.T + t2)];
+      if (t2 >= len[b]) {
+        EXPECT_EQ(a, 0.0);
+      } else {
+        EXPECT_GT(a, 0.0);
+      }
+      sum += a;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-14);
+  }
+  Buf dqkv(3 * BT * C, kNaN), dqkvp(3 * BT * C, kNaN), datt(att.size(), kNaN), doutp(BT * C);
+  attention_backward<double>(dqkv.mat(3 * BT, C), dqkvp.vec(), datt.vec(), doutp.vec(),
+                             r.cmat(BT, C), qkvp.cvec(), att.cvec(), s);
+  EXPECT_LT(max_gradient_error("attention (padding) d qkv", qkv, dqkv.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, PaddedKeysDoNotReachRealPositions) {
+  // Changing the keys and values of sequence 0's padding leaves its real positions' outputs
+  // exactly as they were; a planar layout gives the interleaved one's result.
+  AttentionShape s{1, 4, 2, 2};
+  s.mask = AttentionMask::padding;
+  s.lengths = device_lengths({3});
+  const int BT = s.B * s.T, C = s.NH * s.hs;
+  std::mt19937_64 rng(17);
+  Buf qkv(BT * 3 * C), planar(3 * BT * C), out(BT * C), qkvp(3 * BT * C), att(s.NH * s.T * s.T),
+      yp(BT * C);
+  qkv.randomize(rng);
+  for (int bt = 0; bt < BT; ++bt)
+    for (int j = 0; j < 3 * C; ++j)
+      planar.host[static_cast<size_t>((j / C) * BT * C + bt * C + j % C)] =
+          qkv.host[static_cast<size_t>(bt * 3 * C + j)];
+  planar.to_device();
+  attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(BT, 3 * C),
+                            s);
+  std::vector<double> before = out.to_host();
+  AttentionShape sp = s;
+  sp.layout = QkvLayout::planar;
+  attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), planar.cmat(3 * BT, C),
+                            sp);
+  EXPECT_EQ(out.to_host(), before);
+  for (int j = C; j < 3 * C; ++j)  // the last position's key and value
+    qkv.host[static_cast<size_t>((BT - 1) * 3 * C + j)] += 1.0;
+  qkv.to_device();
+  attention_forward<double>(out.mat(BT, C), qkvp.vec(), att.vec(), yp.vec(), qkv.cmat(BT, 3 * C),
+                            s);
+  out.to_host();
+  for (int i = 0; i < BT * C; ++i)
+    EXPECT_EQ(out.host[static_cast<size_t>(i)], before[static_cast<size_t>(i)]) << i;
+}
+
+TEST(Layers, EmbeddingGradients) {
+  const int R = 3, C = 4, N = 6;
+  std::mt19937_64 rng(18);
+  Buf table(R * C), out(N * C), base(N * C), r(N * C);
+  table.randomize(rng);
+  base.randomize(rng);
+  r.randomize(rng);
+  auto ids = device_tokens({0, 2, 2, 0, 0, 2});  // row 1 never named
+  auto loss = [&] {
+    Kokkos::deep_copy(out.device, base.device);
+    embedding_forward<double>(out.mat(N, C), ids, table.cmat(R, C), 1.0);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  for (int c = 0; c < C; ++c)
+    EXPECT_EQ(out.host[static_cast<size_t>(C + c)],
+              base.host[static_cast<size_t>(C + c)] + table.host[static_cast<size_t>(2 * C + c)]);
+  Buf dtable(R * C, kNaN);
+  embedding_backward<double>(dtable.mat(R, C), r.cmat(N, C), ids, 0.0);
+  EXPECT_LT(max_gradient_error("embedding d table", table, dtable.to_host(), loss), kTolerance);
+  for (int c = 0; c < C; ++c)
+    EXPECT_EQ(dtable.host[static_cast<size_t>(C + c)], 0.0);
+  // Accumulating: a second backward with beta 1 doubles it (up to rounding).
+  std::vector<double> once = dtable.host;
+  embedding_backward<double>(dtable.mat(R, C), r.cmat(N, C), ids, 1.0);
+  dtable.to_host();
+  for (size_t i = 0; i < once.size(); ++i)
+    EXPECT_NEAR(dtable.host[i], 2 * once[i], 1e-12);
+}
+
+TEST(Layers, CrossEntropyCountsCorrectRows) {
+  const int N = 3, V = 4;
+  Buf scores(N * V);
+  scores.host = {0.1, 0.7, 0.2, 0.0, /**/ 0.5, 0.5, 0.0, 0.0, /**/ 0.0, 0.0, 0.0, 0.9};
+  scores.to_device();
+  // Row 0 right (1), row 1 a tie that argmax resolves to 0 (target 1: wrong), row 2 right.
+  EXPECT_EQ(crossentropy_correct<double>(scores.cmat(N, V), device_tokens({1, 1, 3})), 2);
+}
+
+TEST(Layers, LayerNormTakesItsEpsilon) {
+  // A constant row has variance 0: rstd is 1/sqrt(eps) exactly as given.
+  const int N = 1, C = 8;
+  Buf inp(N * C, 3.0), w(C, 1.0), b(C, 0.0), out(N * C), mean(N), rstd(N);
+  layernorm_forward<double>(out.mat(N, C), mean.vec(), rstd.vec(), inp.cmat(N, C), w.cvec(),
+                            b.cvec(), 1e-12);
+  EXPECT_DOUBLE_EQ(rstd.to_host()[0], 1e6);
+}
+
 }  // namespace
-}  // namespace gpt2::test
+}  // namespace nn::test

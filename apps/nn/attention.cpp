@@ -2,7 +2,7 @@
 
 #include "matmul.hpp"
 
-namespace gpt2 {
+namespace nn {
 // Not an unnamed namespace: CUDA's extended lambdas need functions with external linkage.
 namespace attention_detail {
 
@@ -24,20 +24,46 @@ KOKKOS_INLINE_FUNCTION int64_t head_index(AttentionShape s, int bt, int j) {
   return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs + i;
 }
 
-// rows (B*T, n*C) -> heads (n, B, NH, T, hs)
-template <class T>
-void to_heads(Vec<T> heads, CMat<T> rows, AttentionShape s) {
-  Kokkos::parallel_for(
-      "attention_to_heads", Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))}),
-      KOKKOS_LAMBDA(int bt, int j) { heads(head_index(s, bt, j)) = rows(bt, j); });
+// The same for element (r, j) of a planar (n*B*T, C) tensor: block r / (B*T) is q, k or v.
+KOKKOS_INLINE_FUNCTION int64_t planar_head_index(AttentionShape s, int r, int j) {
+  const int BT = s.B * s.T;
+  const int which = r / BT, bt = r % BT, h = j / s.hs, i = j % s.hs;
+  return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs + i;
 }
 
-// heads (n, B, NH, T, hs) -> rows (B*T, n*C)
+// Keys row (b, h, t) of the scores attends to: 0 .. keys-1.
+KOKKOS_INLINE_FUNCTION int attended_keys(const AttentionShape &s, int row) {
+  const int t = row % s.T;
+  if (s.mask == AttentionMask::causal) return t + 1;
+  return s.lengths(row / (s.NH * s.T));
+}
+
+// rows (B*T, n*C) or planar (n*B*T, C) -> heads (n, B, NH, T, hs)
 template <class T>
-void to_rows(Mat<T> rows, CVec<T> heads, AttentionShape s) {
-  Kokkos::parallel_for(
-      "attention_to_rows", Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))}),
-      KOKKOS_LAMBDA(int bt, int j) { rows(bt, j) = heads(head_index(s, bt, j)); });
+void to_heads(Vec<T> heads, CMat<T> rows, AttentionShape s, QkvLayout layout) {
+  const Policy2 all({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))});
+  if (layout == QkvLayout::planar)
+    Kokkos::parallel_for(
+        "attention_to_heads_planar", all,
+        KOKKOS_LAMBDA(int r, int j) { heads(planar_head_index(s, r, j)) = rows(r, j); });
+  else
+    Kokkos::parallel_for(
+        "attention_to_heads", all,
+        KOKKOS_LAMBDA(int bt, int j) { heads(head_index(s, bt, j)) = rows(bt, j); });
+}
+
+// heads (n, B, NH, T, hs) -> rows (B*T, n*C) or planar (n*B*T, C)
+template <class T>
+void to_rows(Mat<T> rows, CVec<T> heads, AttentionShape s, QkvLayout layout) {
+  const Policy2 all({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))});
+  if (layout == QkvLayout::planar)
+    Kokkos::parallel_for(
+        "attention_to_rows_planar", all,
+        KOKKOS_LAMBDA(int r, int j) { rows(r, j) = heads(planar_head_index(s, r, j)); });
+  else
+    Kokkos::parallel_for(
+        "attention_to_rows", all,
+        KOKKOS_LAMBDA(int bt, int j) { rows(bt, j) = heads(head_index(s, bt, j)); });
 }
 
 }  // namespace attention_detail
@@ -48,7 +74,7 @@ template <class T>
 void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> qkv,
                        AttentionShape s) {
   const T scale = T(1) / std::sqrt(T(s.hs));
-  to_heads<T>(qkvp, qkv, s);
+  to_heads<T>(qkvp, qkv, s, s.layout);
   T *p = qkvp.data();
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h) {
@@ -56,23 +82,24 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
       gemm<T>("N", "T", scale, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs),
               as_mat<const T>(p + head_offset(s, 1, b, h), s.T, s.hs), T(0), scores);
     }
-  // Causal softmax of each row (b, h, t) over t2 <= t; zero above the diagonal.
+  // Softmax of each row (b, h, t) over the keys it attends to (t2 <= t with the causal
+  // mask, t2 < lengths(b) with padding); zero for the others.
   const int T_ = s.T;
   Kokkos::parallel_for(
       "attention_softmax", TeamPolicy(s.B * s.NH * s.T, Kokkos::AUTO),
       KOKKOS_LAMBDA(const TeamMember &team) {
-        const int row = team.league_rank(), t = row % T_;
+        const int row = team.league_rank(), keys = attended_keys(s, row);
         T *a = att.data() + int64_t(row) * T_;
         T maxv = a[0];
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, t + 1),
+            Kokkos::TeamThreadRange(team, keys),
             [&](int t2, T &m) {
               if (a[t2] > m) m = a[t2];
             },
             Kokkos::Max<T>(maxv));
         T sum = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, t + 1),
+            Kokkos::TeamThreadRange(team, keys),
             [&](int t2, T &acc) {
               const T e = kmath::exp(a[t2] - maxv);
               a[t2] = e;
@@ -81,21 +108,21 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
             sum);
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
-                             [&](int t2) { a[t2] = t2 <= t ? a[t2] * inv : T(0); });
+                             [&](int t2) { a[t2] = t2 < keys ? a[t2] * inv : T(0); });
       });
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h)
       gemm<T>("N", "N", T(1), as_mat<const T>(att.data() + scores_offset(s, b, h), s.T, s.T),
               as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
               as_mat(yp.data() + head_offset(s, 0, b, h), s.T, s.hs));
-  to_rows<T>(out, yp, s);
+  to_rows<T>(out, yp, s, QkvLayout::interleaved);
 }
 
 template <class T>
 void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CMat<T> dout,
                         CVec<T> qkvp, CVec<T> att, AttentionShape s) {
   const T scale = T(1) / std::sqrt(T(s.hs));
-  to_heads<T>(doutp, dout, s);
+  to_heads<T>(doutp, dout, s, QkvLayout::interleaved);
   const T *p = qkvp.data();
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h) {
@@ -107,22 +134,22 @@ void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CM
       gemm<T>("N", "T", T(1), dy, as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
               as_mat(datt.data() + scores_offset(s, b, h), s.T, s.T));
     }
-  // Softmax backward per row: dscores = att * (datt - sum_t2(datt * att)). Above the
-  // diagonal att is 0, so the causal mask passes no gradient.
+  // Softmax backward per row: dscores = att * (datt - sum_t2(datt * att)). For masked
+  // keys att is 0, so the mask passes no gradient.
   const int T_ = s.T;
   Kokkos::parallel_for(
       "attention_softmax_backward", TeamPolicy(s.B * s.NH * s.T, Kokkos::AUTO),
       KOKKOS_LAMBDA(const TeamMember &team) {
-        const int row = team.league_rank(), t = row % T_;
+        const int row = team.league_rank(), keys = attended_keys(s, row);
         const T *a = att.data() + int64_t(row) * T_;
         T *d = datt.data() + int64_t(row) * T_;
         T dot = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, t + 1), [&](int t2, T &acc) { acc += d[t2] * a[t2]; },
+            Kokkos::TeamThreadRange(team, keys), [&](int t2, T &acc) { acc += d[t2] * a[t2]; },
             dot);
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
-                             [&](int t2) { d[t2] = t2 <= t ? a[t2] * (d[t2] - dot) : T(0); });
+                             [&](int t2) { d[t2] = t2 < keys ? a[t2] * (d[t2] - dot) : T(0); });
       });
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < s.NH; ++h) {
@@ -133,15 +160,15 @@ void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CM
       gemm<T>("T", "N", scale, ds, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs), T(0),
               as_mat(dqkvp.data() + head_offset(s, 1, b, h), s.T, s.hs));
     }
-  to_rows<T>(dqkv, dqkvp, s);
+  to_rows<T>(dqkv, dqkvp, s, s.layout);
 }
 
-#define GPT2_INSTANTIATE(T)                                                                      \
+#define NN_INSTANTIATE(T)                                                                        \
   template void attention_forward<T>(Mat<T>, Vec<T>, Vec<T>, Vec<T>, CMat<T>, AttentionShape);   \
   template void attention_backward<T>(Mat<T>, Vec<T>, Vec<T>, Vec<T>, CMat<T>, CVec<T>, CVec<T>, \
                                       AttentionShape);
-GPT2_INSTANTIATE(float)
-GPT2_INSTANTIATE(double)
-#undef GPT2_INSTANTIATE
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
 
-}  // namespace gpt2
+}  // namespace nn

@@ -11,7 +11,7 @@
 #include "parameter_store.hpp"
 #include "tensor.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 class LocalParameterStore final : public ParameterStore<T> {
@@ -50,4 +50,4 @@ class LocalParameterStore final : public ParameterStore<T> {
 extern template class LocalParameterStore<float>;
 extern template class LocalParameterStore<double>;
 
-}  // namespace gpt2
+}  // namespace nn

@@ -1,10 +1,10 @@
 #include "layernorm.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 void layernorm_forward(Mat<T> out, Vec<T> mean, Vec<T> rstd, CMat<T> inp, CVec<T> weight,
-                       CVec<T> bias) {
+                       CVec<T> bias, T eps) {
   const int N = static_cast<int>(inp.extent(0)), C = static_cast<int>(inp.extent(1));
   // One team per row; the team's threads share the row's two reductions.
   Kokkos::parallel_for(
@@ -22,8 +22,8 @@ void layernorm_forward(Mat<T> out, Vec<T> mean, Vec<T> rstd, CMat<T> inp, CVec<T
               s += d * d;
             },
             sq);
-        // Biased variance, eps 1e-5: what PyTorch's LayerNorm and GPT-2 use.
-        const T s = T(1) / kmath::sqrt(sq / C + T(1e-5));
+        // Biased variance, as PyTorch's LayerNorm (GPT-2's eps is 1e-5, BERT's 1e-12).
+        const T s = T(1) / kmath::sqrt(sq / C + eps);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, C),
                              [&](int c) { out(n, c) = (inp(n, c) - m) * s * weight(c) + bias(c); });
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
@@ -72,12 +72,12 @@ void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout,
       });
 }
 
-#define GPT2_INSTANTIATE(T)                                                                       \
-  template void layernorm_forward<T>(Mat<T>, Vec<T>, Vec<T>, CMat<T>, CVec<T>, CVec<T>);          \
+#define NN_INSTANTIATE(T)                                                                         \
+  template void layernorm_forward<T>(Mat<T>, Vec<T>, Vec<T>, CMat<T>, CVec<T>, CVec<T>, T);       \
   template void layernorm_backward<T>(Mat<T>, Vec<T>, Vec<T>, CMat<T>, CMat<T>, CVec<T>, CVec<T>, \
                                       CVec<T>, T, T);
-GPT2_INSTANTIATE(float)
-GPT2_INSTANTIATE(double)
-#undef GPT2_INSTANTIATE
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
 
-}  // namespace gpt2
+}  // namespace nn

@@ -2,7 +2,7 @@
 
 #include <KokkosBlas3_gemm.hpp>
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> B, T beta,
@@ -42,12 +42,12 @@ void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CM
   }
 }
 
-#define GPT2_INSTANTIATE(T)                                                          \
+#define NN_INSTANTIATE(T)                                                            \
   template void gemm<T>(const char *, const char *, T, CMat<T>, CMat<T>, T, Mat<T>); \
   template void matmul_forward<T>(Mat<T>, CMat<T>, CMat<T>, CVec<T>);                \
   template void matmul_backward<T>(Mat<T>, Mat<T>, Vec<T>, CMat<T>, CMat<T>, CMat<T>, T, T);
-GPT2_INSTANTIATE(float)
-GPT2_INSTANTIATE(double)
-#undef GPT2_INSTANTIATE
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
 
-}  // namespace gpt2
+}  // namespace nn

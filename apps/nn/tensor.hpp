@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-namespace gpt2 {
+namespace nn {
 
 using ExecSpace = Kokkos::DefaultExecutionSpace;
 using MemSpace = ExecSpace::memory_space;
@@ -53,4 +53,4 @@ KOKKOS_INLINE_FUNCTION void store_or_add(T &dst, T beta, T value) {
   dst = beta == T(0) ? value : beta * dst + value;
 }
 
-}  // namespace gpt2
+}  // namespace nn

@@ -3,7 +3,7 @@
 
 #include "tensor.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 /// out (B*T, C) = wte (V, C)[tokens (B*T)] + wpe (maxT, C)[t]
 template <class T>
@@ -17,4 +17,4 @@ void encoder_forward(Mat<T> out, Tokens tokens, CMat<T> wte, CMat<T> wpe, int B,
 template <class T>
 void encoder_backward(Mat<T> dwte, Mat<T> dwpe, CMat<T> dout, Tokens tokens, int B, int Tn, T beta);
 
-}  // namespace gpt2
+}  // namespace nn

@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "model/tensor.hpp"
+#include "nn/tensor.hpp"
 
-namespace gpt2::test {
+namespace nn::test {
 
 template <class T>
 struct DeviceBuffer {
@@ -50,4 +50,4 @@ inline Kokkos::View<int *, MemSpace> device_tokens(const std::vector<int> &ids) 
   return v;
 }
 
-}  // namespace gpt2::test
+}  // namespace nn::test

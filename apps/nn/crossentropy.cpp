@@ -1,6 +1,6 @@
 #include "crossentropy.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
@@ -56,11 +56,28 @@ void crossentropy_backward(Mat<T> probs, Tokens targets, T dloss) {
       });
 }
 
-#define GPT2_INSTANTIATE(T)                                   \
-  template T crossentropy_forward<T>(Mat<T>, Vec<T>, Tokens); \
-  template void crossentropy_backward<T>(Mat<T>, Tokens, T);
-GPT2_INSTANTIATE(float)
-GPT2_INSTANTIATE(double)
-#undef GPT2_INSTANTIATE
+template <class T>
+int64_t crossentropy_correct(CMat<T> scores, Tokens targets) {
+  const int N = static_cast<int>(scores.extent(0)), V = static_cast<int>(scores.extent(1));
+  int64_t correct = 0;
+  Kokkos::parallel_reduce(
+      "crossentropy_correct", RangePolicy(0, N),
+      KOKKOS_LAMBDA(int n, int64_t &count) {
+        int best = 0;
+        for (int v = 1; v < V; ++v)
+          if (scores(n, v) > scores(n, best)) best = v;
+        count += best == targets(n) ? 1 : 0;
+      },
+      correct);
+  return correct;
+}
 
-}  // namespace gpt2
+#define NN_INSTANTIATE(T)                                     \
+  template T crossentropy_forward<T>(Mat<T>, Vec<T>, Tokens); \
+  template void crossentropy_backward<T>(Mat<T>, Tokens, T);  \
+  template int64_t crossentropy_correct<T>(CMat<T>, Tokens);
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
+
+}  // namespace nn

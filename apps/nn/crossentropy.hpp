@@ -5,7 +5,7 @@
 
 #include "tensor.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 /// logits (N, V) -> probs (N, V) in place; losses (N) = -log probs[n, targets(n)].
 /// Returns the mean loss over the N positions.
@@ -17,4 +17,9 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets);
 template <class T>
 void crossentropy_backward(Mat<T> probs, Tokens targets, T dloss);
 
-}  // namespace gpt2
+/// Rows of @p scores (N, V) (logits or probabilities) whose largest entry is at the
+/// target: an accuracy's numerator. Ties go to the lowest index, as argmax does.
+template <class T>
+int64_t crossentropy_correct(CMat<T> scores, Tokens targets);
+
+}  // namespace nn

@@ -1,4 +1,5 @@
-// main() for the GPT-2 tests: Kokkos lives for the whole test program.
+// main() for the Kokkos tests of the apps (nn, GPT-2, BERT): Kokkos lives for the whole test
+// program.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>

@@ -1,6 +1,6 @@
 #include "residual.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 void residual_forward(Vec<T> out, CVec<T> a, CVec<T> b) {
@@ -12,4 +12,4 @@ void residual_forward(Vec<T> out, CVec<T> a, CVec<T> b) {
 template void residual_forward<float>(Vec<float>, CVec<float>, CVec<float>);
 template void residual_forward<double>(Vec<double>, CVec<double>, CVec<double>);
 
-}  // namespace gpt2
+}  // namespace nn

@@ -10,9 +10,9 @@
 
 #include <vector>
 
-#include "parameter_layout.hpp"
+#include "tensor_spec.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 /// Gradient memory for one tensor (its shape, in the execution space's memory).
 template <class T>
@@ -24,12 +24,19 @@ struct GradBuffer {
   bool accumulate = false;
 };
 
+/// The beta of a gradient's first write in backward: 1 adds to the partial sum, 0
+/// overwrites (the layers' beta_param arguments).
+template <class T>
+T beta_of(const GradBuffer<T> &g) {
+  return g.accumulate ? T(1) : T(0);
+}
+
 template <class T>
 class ParameterStore {
  public:
   virtual ~ParameterStore() = default;
 
-  /// The tensors, in registration order (parameter_layout()); ids index this list.
+  /// The tensors, in registration order (the model's layout); ids index this list.
   virtual const std::vector<TensorSpec> &tensors() const = 0;
 
   /// Set tensor @p id's full value from host memory; every rank passes the same values.
@@ -58,4 +65,4 @@ class ParameterStore {
   virtual void grad_ready(int id) = 0;
 };
 
-}  // namespace gpt2
+}  // namespace nn

@@ -6,10 +6,10 @@
 
 #include "tensor.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 /// out (N) = a (N) + b (N), elementwise over a flattened (B*T, C) tensor.
 template <class T>
 void residual_forward(Vec<T> out, CVec<T> a, CVec<T> b);
 
-}  // namespace gpt2
+}  // namespace nn

@@ -1,6 +1,6 @@
 #include "encoder.hpp"
 
-namespace gpt2 {
+namespace nn {
 
 template <class T>
 void encoder_forward(Mat<T> out, Tokens tokens, CMat<T> wte, CMat<T> wpe, int B, int Tn) {
@@ -32,11 +32,11 @@ void encoder_backward(Mat<T> dwte, Mat<T> dwpe, CMat<T> dout, Tokens tokens, int
       });
 }
 
-#define GPT2_INSTANTIATE(T)                                                     \
+#define NN_INSTANTIATE(T)                                                       \
   template void encoder_forward<T>(Mat<T>, Tokens, CMat<T>, CMat<T>, int, int); \
   template void encoder_backward<T>(Mat<T>, Mat<T>, CMat<T>, Tokens, int, int, T);
-GPT2_INSTANTIATE(float)
-GPT2_INSTANTIATE(double)
-#undef GPT2_INSTANTIATE
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
 
-}  // namespace gpt2
+}  // namespace nn
