@@ -15,6 +15,8 @@
 #include "nn/layernorm.hpp"
 #include "nn/matmul.hpp"
 #include "nn/residual.hpp"
+#include "nn/rows.hpp"
+#include "nn/tanh.hpp"
 
 namespace nn::test {
 namespace {
@@ -389,6 +391,45 @@ TEST(Layers, EmbeddingGradients) {
   dtable.to_host();
   for (size_t i = 0; i < once.size(); ++i)
     EXPECT_NEAR(dtable.host[i], 2 * once[i], 1e-12);
+}
+
+TEST(Layers, TanhGradients) {
+  const int N = 21;
+  Buf inp(N), out(N), r(N);
+  std::mt19937_64 rng(19);
+  inp.randomize(rng, 3.0);
+  r.randomize(rng);
+  auto loss = [&] {
+    tanh_forward<double>(out.vec(), inp.cvec());
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  for (int i = 0; i < N; ++i)
+    EXPECT_EQ(out.host[static_cast<size_t>(i)], std::tanh(inp.host[static_cast<size_t>(i)]));
+  Buf dinp(N, kNaN);
+  tanh_backward<double>(dinp.vec(), out.cvec(), r.cvec());
+  EXPECT_LT(max_gradient_error("tanh d inp", inp, dinp.to_host(), loss), kTolerance);
+}
+
+TEST(Layers, GatheredRowsScatterTheirGradientsBack) {
+  const int N = 5, C = 3, P = 2;
+  std::mt19937_64 rng(20);
+  Buf inp(N * C), out(P * C), r(P * C);
+  inp.randomize(rng);
+  r.randomize(rng);
+  auto rows = device_tokens({4, 1});
+  auto loss = [&] {
+    gather_rows<double>(out.mat(P, C), inp.cmat(N, C), rows);
+    return dot(r.host, out.to_host());
+  };
+  loss();
+  for (int c = 0; c < C; ++c) {
+    EXPECT_EQ(out.host[static_cast<size_t>(c)], inp.host[static_cast<size_t>(4 * C + c)]);
+    EXPECT_EQ(out.host[static_cast<size_t>(C + c)], inp.host[static_cast<size_t>(C + c)]);
+  }
+  Buf dinp(N * C, 0.0);
+  scatter_add_rows<double>(dinp.mat(N, C), r.cmat(P, C), rows);
+  EXPECT_LT(max_gradient_error("gather_rows d inp", inp, dinp.to_host(), loss), kTolerance);
 }
 
 TEST(Layers, CrossEntropyCountsCorrectRows) {

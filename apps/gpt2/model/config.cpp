@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nn/nearest_name.hpp"
+
 namespace gpt2 {
 namespace {
 
@@ -115,22 +117,6 @@ constexpr const char *kHfKeys[] = {"_name_or_path",
                                    "transformers_version",
                                    "use_cache"};
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 void check_keys(const nlohmann::json &j, const std::string &name) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string &key = it.key();
@@ -138,10 +124,8 @@ void check_keys(const nlohmann::json &j, const std::string &name) {
     if (std::any_of(std::begin(kShapeKeys), std::end(kShapeKeys), is) ||
         std::any_of(std::begin(kHfKeys), std::end(kHfKeys), is))
       continue;
-    std::string best;
-    size_t best_distance = 3;  // suggest only close names
-    for (const char *k : kShapeKeys)
-      if (size_t d = edit_distance(key, k); d < best_distance) best_distance = d, best = k;
+    const std::string best = nn::nearest_name(
+        key, std::vector<std::string_view>(std::begin(kShapeKeys), std::end(kShapeKeys)));
     bad(
         fmt::format("model config {}: unknown key \"{}\"{}; the model keys are n_layer, n_head, "
                     "n_embd, vocab_size, n_positions (and \"base\")",
