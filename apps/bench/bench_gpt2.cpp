@@ -27,7 +27,7 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "nn/matmul.hpp"
-#include "train/engine_model_state.hpp"
+#include "train/training_types.hpp"
 
 namespace {
 
@@ -135,7 +135,7 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     const int B = opt.global_batch / size, T = opt.seq;
     gpt2::EngineOptions eo;
     eo.stage = opt.stage;
-    auto state = gpt2::make_engine_model_state(ctx, cfg, eo);
+    auto state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cfg), eo);
     gpt2::Gpt2Model<float> model(cfg, state->store());
     gpt2::Activations<float> acts(cfg, B, T, gpt2::ActivationMode::keep);
     model.init_parameters(1337);

@@ -26,9 +26,8 @@
 
 #include "cli_checks.hpp"
 #include "data/data_location.hpp"
-#include "train/engine_model_state.hpp"
-#include "train/signals.hpp"
 #include "train/trainer.hpp"
+#include "train/training_types.hpp"
 
 namespace {
 
@@ -304,7 +303,8 @@ int main(int argc, char **argv) {
         }) &&
         // Collective: the engine agrees on its own errors, so every rank gets here.
         agreed([&] {
-          state = gpt2::make_engine_model_state(ctx, cli.train.config, engine_options(cli));
+          state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cli.train.config),
+                                                engine_options(cli));
         }) &&
         agreed([&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
     if (!ready) {

@@ -14,9 +14,7 @@
 #include <vector>
 
 #include "data_cache.hpp"
-#include "train/lr_schedule.hpp"
 #include "train/sampler.hpp"
-#include "train/signals.hpp"
 #include "train/trainer.hpp"
 #include "world.hpp"
 

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "data_cache.hpp"
-#include "train/signals.hpp"
 #include "train/trainer.hpp"
 #include "world.hpp"
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "train/engine_model_state.hpp"
 #include "train/trainer.hpp"
+#include "train/training_types.hpp"
 
 namespace gpt2::test {
 
@@ -37,7 +37,7 @@ inline std::unique_ptr<ModelState> engine_state(const TrainOptions &o, const Sta
   e.lr = o.lr.max_lr;
   e.reduce_bucket_bytes = s.bucket_bytes;
   e.memory = s.memory;
-  return make_engine_model_state(ctx, o.config, e);
+  return make_engine_model_state(ctx, parameter_layout(o.config), e);
 }
 
 /// Model states that raise SIGUSR1 during micro-step @p at (1-based), as Slurm would before

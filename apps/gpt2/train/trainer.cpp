@@ -14,8 +14,6 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
-#include "train/checkpoint_info.hpp"
-#include "train/signals.hpp"
 
 namespace gpt2 {
 namespace {
@@ -103,7 +101,12 @@ struct Trainer::Impl {
                                              opt.save_path.string(), dir.string()));
     }
     if (!opt.resume_path.empty())
-      resume_.emplace(read_checkpoint_info(opt.resume_path, opt.config));
+      resume_.emplace(read_checkpoint_info(
+          opt.resume_path,
+          CheckpointOwner{"zrt-gpt2",
+                          "GPT-2",
+                          opt.config.to_json(),
+                          {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"}}));
   }
 
   // Loads the checkpoint and moves the loader past the batches the saved run had read

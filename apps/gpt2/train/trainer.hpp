@@ -14,11 +14,8 @@
 
 #include "data/token_file.hpp"
 #include "model/config.hpp"
-#include "train/lr_schedule.hpp"
-#include "train/metrics.hpp"
-#include "train/model_state.hpp"
-#include "train/plot.hpp"
 #include "train/sampler.hpp"
+#include "train/training_types.hpp"
 
 namespace gpt2 {
 

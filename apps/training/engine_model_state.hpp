@@ -1,6 +1,7 @@
 // The model states in zerort's ZeRO engine (zerort/engine.h), any stage.
 //
-// Every GPT-2 tensor is one engine parameter, registered in layout order, so the engine's
+// Every tensor of the model's layout (GPT-2's, BERT's) is one engine parameter, registered in
+// layout order, so the engine's
 // buckets (formed from the end) follow backward, which completes gradients in exactly the
 // reverse order: each bucket's reduction starts while backward works on earlier layers.
 // Biases and LayerNorm gains get weight decay 0 (zrt_param_set_weight_decay).
@@ -20,26 +21,29 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
-#include "model/config.hpp"
-#include "train/model_state.hpp"
+#include "model_state.hpp"
+#include "nn/tensor_spec.hpp"
 
-namespace gpt2 {
+namespace training {
 
 struct EngineOptions {
   int stage = 2;                                        // ZeRO stage, 0-3
   zrt_dtype_t dtype = ZRT_DTYPE_FP32;                   // parameters and gradients: fp32 or bf16
   bool deterministic = false;                           // reductions add in rank order
-  OptimizerConfig optimizer;                            // AdamW, clipping, accumulation
+  OptimizerConfig optimizer;                            // AdamW or LAMB, clipping, accumulation
   double lr = 1e-3;                                     // until the first step sets it
   int64_t reduce_bucket_bytes = 0;                      // 0: the engine's (configuration, 25 MiB)
   int64_t max_live_parameters = -1;                     // stage 3; < 0: the engine's
   zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;  // where the engine's buffers live
 };
 
-/// Creates an engine over @p context's ranks, registers @p config's tensors and commits.
+/// Creates an engine over @p context's ranks, registers the tensors of @p layout (a model's
+/// parameter_layout()) and commits.
 /// Collective; throws std::runtime_error with zerort's message on every rank if any fails.
-std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context, const Gpt2Config &config,
+std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context,
+                                                    const std::vector<nn::TensorSpec> &layout,
                                                     const EngineOptions &options);
 
-}  // namespace gpt2
+}  // namespace training

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace gpt2 {
+namespace training {
 namespace {
 
 // A "VmRSS:   1234 kB" field of /proc/self/status, in bytes.
@@ -79,24 +79,30 @@ void MetricsLog::run(const nlohmann::json &info) {
 
 void MetricsLog::step(const StepMetrics &m) {
   steps_.push_back(m);
-  write({{"type", "step"},
-         {"step", m.step},
-         {"loss", number(m.loss)},
-         {"lr", m.lr},
-         {"grad_norm", number(m.grad_norm)},
-         {"ms", m.seconds * 1e3},
-         {"tokens_per_s", m.tokens_per_s},
-         {"mem_model_states", m.mem_model_states},
-         {"mem_activations", m.mem_activations},
-         {"mem_activations_offloaded", m.mem_activations_offloaded},
-         {"mem_activations_sampling", m.mem_activations_sampling},
-         {"mem_rss", m.mem_rss},
-         {"mem_peak_rss", m.mem_peak_rss}});
+  nlohmann::json line = {{"type", "step"},
+                         {"step", m.step},
+                         {"loss", number(m.loss)},
+                         {"lr", m.lr},
+                         {"grad_norm", number(m.grad_norm)},
+                         {"ms", m.seconds * 1e3},
+                         {"tokens_per_s", m.tokens_per_s},
+                         {"mem_model_states", m.mem_model_states},
+                         {"mem_activations", m.mem_activations},
+                         {"mem_activations_offloaded", m.mem_activations_offloaded},
+                         {"mem_activations_sampling", m.mem_activations_sampling},
+                         {"mem_rss", m.mem_rss},
+                         {"mem_peak_rss", m.mem_peak_rss}};
+  for (auto it = m.extra.begin(); it != m.extra.end(); ++it)
+    line[it.key()] = it->is_number_float() ? number(it->get<double>()) : *it;
+  write(line);
 }
 
 void MetricsLog::eval(const EvalMetrics &m) {
   evals_.push_back(m);
-  write({{"type", "eval"}, {"step", m.step}, {"val_loss", number(m.val_loss)}});
+  nlohmann::json line = {{"type", "eval"}, {"step", m.step}, {"val_loss", number(m.val_loss)}};
+  for (auto it = m.extra.begin(); it != m.extra.end(); ++it)
+    line[it.key()] = it->is_number_float() ? number(it->get<double>()) : *it;
+  write(line);
 }
 
 void MetricsLog::sample(int64_t step, const std::string &text) {
@@ -112,11 +118,12 @@ void MetricsLog::end(const nlohmann::json &info) {
 std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_seconds) {
   const int width = static_cast<int>(fmt::format("{}", total_steps).size());
   return fmt::format(
-      "step {:>{}}/{} | loss {:.4f} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s | eta {} "
+      "step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | norm {:.3f} | {:.0f} ms | {:.0f} tok/s | eta "
+      "{} "
       "| mem/rank {} (states {}, activations {}{}{})",
-      m.step, width, total_steps, m.loss, m.lr, m.grad_norm, m.seconds * 1e3, m.tokens_per_s,
-      format_duration(eta_seconds), format_bytes(m.mem_rss), format_bytes(m.mem_model_states),
-      format_bytes(m.mem_activations),
+      m.step, width, total_steps, m.loss, m.loss_detail.empty() ? "" : " (" + m.loss_detail + ")",
+      m.lr, m.grad_norm, m.seconds * 1e3, m.tokens_per_s, format_duration(eta_seconds),
+      format_bytes(m.mem_rss), format_bytes(m.mem_model_states), format_bytes(m.mem_activations),
       m.mem_activations_offloaded > 0
           ? fmt::format(" + {} offloaded", format_bytes(m.mem_activations_offloaded))
           : "",
@@ -125,4 +132,4 @@ std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_
           : "");
 }
 
-}  // namespace gpt2
+}  // namespace training

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "train/metrics.hpp"
+#include "metrics.hpp"
 
-namespace gpt2 {
+namespace training {
 
 struct PlotFiles {
   std::filesystem::path loss_png, memory_png, data;
@@ -21,4 +21,4 @@ PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefi
                       const std::string &title, const std::vector<StepMetrics> &steps,
                       const std::vector<EvalMetrics> &evals);
 
-}  // namespace gpt2
+}  // namespace training

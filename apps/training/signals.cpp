@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-namespace gpt2 {
+namespace training {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -30,4 +30,4 @@ void clear_stop_signal() {
   g_stop = 0;
 }
 
-}  // namespace gpt2
+}  // namespace training

@@ -7,7 +7,7 @@
 #include <numbers>
 #include <stdexcept>
 
-namespace gpt2 {
+namespace training {
 
 void LrSchedule::validate() const {
   if (!(max_lr > 0) || !(min_lr >= 0) || min_lr > max_lr)
@@ -17,6 +17,9 @@ void LrSchedule::validate() const {
     throw std::invalid_argument(
         fmt::format("learning rate schedule: warmup ({}) must be >= 0 and total steps ({}) > 0",
                     warmup_steps, total_steps));
+  if (decay == LrDecay::polynomial && !(power > 0))
+    throw std::invalid_argument(fmt::format(
+        "learning rate schedule: the polynomial decay's power ({}) must be > 0", power));
 }
 
 double LrSchedule::at(int64_t step) const {
@@ -27,8 +30,10 @@ double LrSchedule::at(int64_t step) const {
   // From max at the first step after warmup to min at the last step.
   const double progress = std::min(
       1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps - 1));
-  const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
-  return min_lr + cosine * (max_lr - min_lr);
+  const double factor = decay == LrDecay::polynomial
+                            ? std::pow(1.0 - progress, power)
+                            : 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  return min_lr + factor * (max_lr - min_lr);
 }
 
-}  // namespace gpt2
+}  // namespace training

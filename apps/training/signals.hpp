@@ -3,7 +3,7 @@
 // so it can save a checkpoint and exit cleanly instead of dying mid-step.
 #pragma once
 
-namespace gpt2 {
+namespace training {
 
 /// Installs the handlers. A second signal of the same kind while stopping is ignored.
 void install_stop_signals();
@@ -13,4 +13,4 @@ int stop_signal();
 /// Forget a received signal (tests).
 void clear_stop_signal();
 
-}  // namespace gpt2
+}  // namespace training

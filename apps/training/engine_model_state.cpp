@@ -8,10 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "model/parameter_layout.hpp"
-#include "model/nn_types.hpp"
+#include "nn/tensor.hpp"
+#include "nn/tensor_spec.hpp"
 
-namespace gpt2 {
+namespace training {
+
+using nn::CVec;
+using nn::ExecSpace;
+using nn::GradBuffer;
+using nn::MemSpace;
+using nn::RangePolicy;
+using nn::TensorSpec;
+using nn::Unmanaged;
+using nn::Vec;
 // Kernels live in free functions of a named namespace: CUDA's extended lambdas may not be
 // defined in private member functions nor with internal linkage.
 namespace engine_store_kernels {
@@ -206,9 +215,18 @@ class EngineParameterStore final : public ParameterStore<float> {
   std::vector<Kokkos::View<float *, MemSpace>> values_, grads_;  // staged, per tensor
 };
 
+// "AdamW", "LAMB", ...: the optimizer as the log names it.
+std::string optimizer_name(const std::string &resolved) {
+  if (resolved == "adamw") return "AdamW";
+  if (resolved == "lamb") return "LAMB";
+  if (resolved == "adam") return "Adam";
+  if (resolved == "sgd") return "SGD";
+  return resolved;
+}
+
 class EngineModelState final : public ModelState {
  public:
-  EngineModelState(zrt_context_h context, const Gpt2Config &config, const EngineOptions &opt)
+  EngineModelState(zrt_context_h context, std::vector<TensorSpec> tensors, const EngineOptions &opt)
       : opt_(opt) {
     zrt_comm_h world = nullptr;
     check(zrt_context_comm(context, &world));
@@ -224,7 +242,7 @@ class EngineModelState final : public ModelState {
     p.memory_space = opt.memory;
     p.stage = opt.stage;
     p.compute_dtype = opt.dtype;
-    p.optimizer = ZRT_OPTIMIZER_ADAMW;
+    p.optimizer = opt.optimizer.kind;
     p.lr = opt.lr;
     p.beta1 = opt.optimizer.beta1;
     p.beta2 = opt.optimizer.beta2;
@@ -245,7 +263,6 @@ class EngineModelState final : public ModelState {
     }
     check(zrt_engine_create(context, &p, &engine_));
     try {
-      std::vector<TensorSpec> tensors = parameter_layout(config);
       std::vector<zrt_param_h> handles;
       for (const TensorSpec &t : tensors) {
         zrt_param_h h = nullptr;
@@ -345,9 +362,7 @@ class EngineModelState final : public ModelState {
     return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, {}{}, in {} memory{}",
                        resolved_.value("stage", opt_.stage), ranks_, dtype,
                        dtype != "fp32" ? " with fp32 master weights" : "",
-                       resolved_.value("optimizer", std::string("adamw")) == "adamw"
-                           ? "AdamW"
-                           : resolved_.value("optimizer", std::string()),
+                       optimizer_name(resolved_.value("optimizer", std::string("adamw"))),
                        resolved_.value("deterministic", false) ? ", deterministic" : "",
                        on_device_ ? "device" : "host",
                        store_->direct() ? "" : " (tensors staged through fp32 buffers)");
@@ -364,14 +379,15 @@ class EngineModelState final : public ModelState {
 
 }  // namespace
 
-std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context, const Gpt2Config &config,
+std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context,
+                                                    const std::vector<TensorSpec> &layout,
                                                     const EngineOptions &options) {
   if (options.stage < 0 || options.stage > 3)
     throw std::invalid_argument(
         fmt::format("ZeRO stage {}: it must be 0, 1, 2 or 3", options.stage));
   if (options.dtype != ZRT_DTYPE_FP32 && options.dtype != ZRT_DTYPE_BF16)
-    throw std::invalid_argument("the GPT-2 trainer computes in fp32 or bf16");
-  return std::make_unique<EngineModelState>(context, config, options);
+    throw std::invalid_argument("the trainers compute in fp32 or bf16");
+  return std::make_unique<EngineModelState>(context, layout, options);
 }
 
-}  // namespace gpt2
+}  // namespace training

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gpt2 {
+namespace training {
 
 struct StepMetrics {
   int64_t step = 0;  // 1-based: optimizer steps done
@@ -32,11 +32,16 @@ struct StepMetrics {
   // Buffers of the text sampler (one sequence, inference only), allocated at the first
   // sample and kept: resident beside the training activations, not part of them.
   int64_t mem_activations_sampling = 0;
+  // The model's own figures (BERT: mlm_loss, nsp_loss, mlm_accuracy): added to the JSON
+  // line as they are, and @p loss_detail to the progress line after the loss.
+  nlohmann::json extra = nlohmann::json::object();
+  std::string loss_detail;
 };
 
 struct EvalMetrics {
   int64_t step = 0;
   double val_loss = 0;
+  nlohmann::json extra = nlohmann::json::object();  // the model's own figures, as in steps
 };
 
 /// Resident and peak resident bytes of this process (Linux /proc/self/status), 0 if
@@ -74,4 +79,4 @@ class MetricsLog {
 /// The progress line: step, loss, lr, gradient norm, time, tokens/s, ETA, memory.
 std::string progress_line(const StepMetrics &m, int64_t total_steps, double eta_seconds);
 
-}  // namespace gpt2
+}  // namespace training

@@ -16,15 +16,20 @@
 #include <cstdint>
 #include <string>
 
-#include "model/nn_types.hpp"
+#include <zerort/zerort.h>
 
-namespace gpt2 {
+#include "nn/parameter_store.hpp"
+
+namespace training {
+
+using nn::ParameterStore;
 
 struct OptimizerConfig {
+  zrt_optimizer_t kind = ZRT_OPTIMIZER_ADAMW;  // AdamW (GPT-2) or LAMB (BERT)
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double weight_decay = 0.1;   // decoupled (AdamW); matrices and embeddings only
+  double weight_decay = 0.1;   // decoupled (AdamW, LAMB); matrices and embeddings only
   double grad_clip = 1.0;      // global L2 norm; 0 = off
   int accumulation_steps = 1;  // micro-steps per optimizer step
 };
@@ -71,4 +76,4 @@ class ModelState {
   virtual std::string describe() const = 0;
 };
 
-}  // namespace gpt2
+}  // namespace training

@@ -6,22 +6,20 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace gpt2 {
+namespace training {
 namespace {
 
-// The fields that fix the parameters' names and shapes.
-constexpr const char *kShapeKeys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"};
-
-std::string shape_text(const nlohmann::json &model) {
+std::string shape_text(const nlohmann::json &model, const std::vector<std::string> &keys) {
   std::string s;
-  for (const char *k : kShapeKeys)
+  for (const std::string &k : keys)
     s += fmt::format("{}{} {}", s.empty() ? "" : ", ", k, model.value(k, nlohmann::json()).dump());
   return s;
 }
 
 }  // namespace
 
-CheckpointInfo read_checkpoint_info(const std::filesystem::path &path, const Gpt2Config &config) {
+CheckpointInfo read_checkpoint_info(const std::filesystem::path &path,
+                                    const CheckpointOwner &owner) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error(fmt::format("--resume {}: no such checkpoint file", path.string()));
@@ -40,20 +38,29 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path &path, const Gpt
   nlohmann::json d = nlohmann::json::parse(text, nullptr, false);
   const nlohmann::json meta =
       d.is_object() && d.contains("metadata") ? d["metadata"] : nlohmann::json();
-  if (!meta.is_object() || meta.value("program", "") != "zrt-gpt2" || !meta.contains("model") ||
+  const std::string program =
+      meta.is_object() && meta.contains("program") && meta["program"].is_string()
+          ? meta["program"].get<std::string>()
+          : "";
+  if (!program.empty() && program != owner.program)
+    throw std::runtime_error(
+        fmt::format("--resume {}: a checkpoint of {}, not of {} (its model is not a {})",
+                    path.string(), program, owner.program, owner.model_kind));
+  if (!meta.is_object() || program != owner.program || !meta.contains("model") ||
       !meta["model"].is_object())
     throw std::runtime_error(
-        fmt::format("--resume {}: a zerort checkpoint, but not one of zrt-gpt2 (its metadata has "
-                    "no GPT-2 model); zrt-ckpt inspect shows what it holds",
-                    path.string()));
-  const nlohmann::json mine = config.to_json();
-  for (const char *k : kShapeKeys)
-    if (meta["model"].value(k, nlohmann::json()) != mine[k])
+        fmt::format("--resume {}: a zerort checkpoint, but not one of {} (its metadata has "
+                    "no {} model); zrt-ckpt inspect shows what it holds",
+                    path.string(), owner.program, owner.model_kind));
+  const nlohmann::json &mine = owner.model;
+  for (const std::string &k : owner.shape_keys)
+    if (meta["model"].value(k, nlohmann::json()) != mine.value(k, nlohmann::json()))
       throw std::runtime_error(fmt::format(
           "--resume {}: the checkpoint is of another model ({}: {}), not of this one ({}: {}); "
           "pass the --config it was trained with",
-          path.string(), meta["model"].value("name", "?"), shape_text(meta["model"]), config.name,
-          shape_text(mine)));
+          path.string(), meta["model"].value("name", "?"),
+          shape_text(meta["model"], owner.shape_keys), mine.value("name", "?"),
+          shape_text(mine, owner.shape_keys)));
   try {
     info.step = meta.at("step").get<int64_t>();
     info.micro_batches = meta.at("micro_batches").get<int64_t>();
@@ -65,4 +72,4 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path &path, const Gpt
   return info;
 }
 
-}  // namespace gpt2
+}  // namespace training

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace gpt2 {
+namespace training {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -79,4 +79,4 @@ PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefi
   return files;
 }
 
-}  // namespace gpt2
+}  // namespace training
