@@ -23,7 +23,7 @@
 #include <random>
 #include <vector>
 
-#include "cli_checks.hpp"
+#include "training/cli_checks.hpp"
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "nn/matmul.hpp"

@@ -24,7 +24,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cli_checks.hpp"
+#include "training/cli_checks.hpp"
 #include "data/data_location.hpp"
 #include "train/trainer.hpp"
 #include "train/training_types.hpp"
@@ -84,31 +84,31 @@ void add_options(CLI::App &app, Cli &c) {
       ->capture_default_str();
   app.add_option("--bucket-mb", c.bucket_mb,
                  "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
-      ->check(gpt2::kPositive);
+      ->check(training::kPositive);
   app.add_option("--steps", t.steps, "optimizer steps")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--batch", t.batch, "sequences per micro-step and rank")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--seq", t.seq, "tokens per sequence")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--grad-accum", t.optimizer.accumulation_steps, "micro-steps per optimizer step")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--lr", c.lr,
                  "peak learning rate (default by width, as GPT-3: 6e-4 for 768 channels, 1e-3 "
                  "up to 512, 3e-3 up to 256)")
-      ->check(gpt2::kPositive);
+      ->check(training::kPositive);
   app.add_option("--min-lr-frac", c.min_lr_frac, "final learning rate, as a share of --lr")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--warmup", t.lr.warmup_steps, "linear warmup steps")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--weight-decay", t.optimizer.weight_decay, "AdamW weight decay")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--beta1", t.optimizer.beta1, "AdamW beta1")
       ->check(CLI::Range(0.0, 1.0))
@@ -117,7 +117,7 @@ void add_options(CLI::App &app, Cli &c) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_flag("--recompute", t.recompute, "recompute activations in backward (less memory)");
   app.add_flag("--offload-activations", t.offload_activations,
@@ -134,40 +134,40 @@ void add_options(CLI::App &app, Cli &c) {
                  "folder with encoder.json and vocab.bpe, to print samples as text "
                  "(default: DATA/../tokenizer)");
   app.add_option("--eval-every", t.eval_every, "validation loss every N steps (and at the end)")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--eval-batches", t.eval_batches, "batches per validation")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--sample-every", t.sample_every,
                  "text sample every N steps; 0 = at the end only; -1 = never")
       ->capture_default_str();
   app.add_option("--sample-tokens", t.sample.tokens, "tokens per sample")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--temperature", t.sample.temperature, "sampling temperature; 0 = greedy")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--top-k", t.sample.top_k, "sample among the k most likely tokens; 0 = all")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--json-metrics", t.json_metrics, "write metrics as JSON lines to this file");
   app.add_flag("--plot", t.plot, "draw the loss and memory curves as PNG (gnuplot)");
   app.add_option("--plot-dir", t.plot_dir, "where --plot writes gpt2_loss.png, gpt2_memory.png")
       ->capture_default_str();
   app.add_option("--log-every", t.log_every, "progress line every N steps")
-      ->check(gpt2::kPositive)
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--max-skipped-steps", t.max_skipped_steps,
                  "stop (exit 1) after N updates in a row skipped for a NaN or Inf gradient; 0: "
                  "never")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--save", c.save,
                  "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
                  "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
   app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
-      ->check(gpt2::kNonNegative)
+      ->check(training::kNonNegative)
       ->capture_default_str();
   app.add_option("--resume", c.resume,
                  "checkpoint file to continue from (same model; any ranks or ZeRO stage)");

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_checks.hpp"
+#include "training/cli_checks.hpp"
 #include "data/token_file.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 

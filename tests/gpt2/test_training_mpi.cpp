@@ -41,24 +41,9 @@ TrainOptions run_options(int batch, int64_t steps = 3) {
   return o;
 }
 
-// Every parameter, in layout order (collective at stages 1-3).
-std::vector<float> all_parameters(ModelState &state) {
-  std::vector<float> out, values;
-  for (size_t id = 0; id < state.store().tensors().size(); ++id) {
-    values.resize(static_cast<size_t>(state.store().tensors()[id].numel()));
-    state.store().get(static_cast<int>(id), values.data());
-    out.insert(out.end(), values.begin(), values.end());
-  }
-  return out;
-}
-
-bool same_on_all_ranks(const std::vector<float> &mine) {
-  std::vector<float> first = mine;
-  MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  int same = std::memcmp(first.data(), mine.data(), mine.size() * sizeof(float)) == 0;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return same != 0;
-}
+using apps_test::all_parameters;
+using apps_test::same_on_all_ranks;
+using apps_test::SharedDir;
 
 // Losses of a run on a context of its own (one rank), its engine gone before it returns.
 std::vector<double> train_alone(zrt_context_h self, const TrainOptions &o) {
@@ -271,26 +256,6 @@ TEST_F(Np2, Bf16Trains) {
     EXPECT_TRUE(same_on_all_ranks(all_parameters(*state)));
   }
 }
-
-// A folder every rank sees: rank 0's pid in the name; rank 0 creates and removes it.
-class SharedDir {
- public:
-  explicit SharedDir(const std::string &tag) {
-    int pid = ::getpid();
-    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path_ = std::filesystem::temp_directory_path() / (tag + "_" + std::to_string(pid));
-    if (world().rank == 0) std::filesystem::create_directories(path_);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  ~SharedDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (world().rank == 0) std::filesystem::remove_all(path_);
-  }
-  std::filesystem::path operator/(const std::string &name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Slurm's warning before a time limit: SIGUSR1 on one rank during step 2 of 4 stops every
 // rank after that step with a checkpoint; a run resumed from it (at another stage) ends

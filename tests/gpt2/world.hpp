@@ -1,5 +1,5 @@
-// The zerort context the GPT-2 training tests share (mpi_kokkos_main.cpp), and model states
-// in zerort's engine for a run's options.
+// The zerort context the GPT-2 training tests share (tests/nn/mpi_kokkos_main.cpp), and model
+// states in zerort's engine for a run's options.
 #pragma once
 
 #include <zerort/zerort.h>
@@ -8,14 +8,22 @@
 #include <memory>
 #include <string>
 
+#include "mpi_context.hpp"
 #include "train/trainer.hpp"
 #include "train/training_types.hpp"
+#include "training_fixture.hpp"
 
 namespace gpt2::test {
 
 /// The context over MPI_COMM_WORLD, and this rank's place in it.
-zrt_context_h context();
-const World &world();
+inline zrt_context_h context() {
+  return apps_test::context();
+}
+inline const World &world() {
+  static const World w{apps_test::rank(), apps_test::size(), apps_test::comm(),
+                       apps_test::context()};
+  return w;
+}
 
 struct StateSpec {
   int stage = 2;
@@ -40,29 +48,6 @@ inline std::unique_ptr<ModelState> engine_state(const TrainOptions &o, const Sta
   return make_engine_model_state(ctx, parameter_layout(o.config), e);
 }
 
-/// Model states that raise SIGUSR1 during micro-step @p at (1-based), as Slurm would before
-/// a time limit.
-class SignalAtStep final : public ModelState {
- public:
-  SignalAtStep(std::unique_ptr<ModelState> inner, int at) : inner_(std::move(inner)), at_(at) {}
-  ParameterStore<float> &store() override { return inner_->store(); }
-  double loss_scale() const override { return inner_->loss_scale(); }
-  StepReport step(double lr) override {
-    if (++steps_ == at_) std::raise(SIGUSR1);
-    return inner_->step(lr);
-  }
-  StateMemory memory() const override { return inner_->memory(); }
-  int64_t stage0_bytes() const override { return inner_->stage0_bytes(); }
-  void save(const std::string &path, const std::string &metadata) override {
-    inner_->save(path, metadata);
-  }
-  void load(const std::string &path) override { inner_->load(path); }
-  std::string describe() const override { return inner_->describe(); }
-  ModelState &inner() { return *inner_; }
-
- private:
-  std::unique_ptr<ModelState> inner_;
-  int at_, steps_ = 0;
-};
+using apps_test::SignalAtStep;
 
 }  // namespace gpt2::test

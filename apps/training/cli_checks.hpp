@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace gpt2 {
+namespace training {
 
 inline CLI::Validator number_at_least(double lowest, bool strict, const char *words) {
   return CLI::Validator(
@@ -25,4 +25,4 @@ inline CLI::Validator number_at_least(double lowest, bool strict, const char *wo
 inline const CLI::Validator kPositive = number_at_least(0, true, "a positive number");
 inline const CLI::Validator kNonNegative = number_at_least(0, false, "a number >= 0");
 
-}  // namespace gpt2
+}  // namespace training

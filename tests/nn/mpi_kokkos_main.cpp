@@ -9,17 +9,18 @@
 
 #include <cstdio>
 
-#include "world.hpp"
+#include "mpi_context.hpp"
 
-namespace gpt2::test {
+namespace apps_test {
 namespace {
 zrt_context_h g_context = nullptr;
-World g_world;
+zrt_comm_h g_comm = nullptr;
+int g_rank = 0, g_size = 1;
 
 class FailurePrinter : public ::testing::EmptyTestEventListener {
   void OnTestPartResult(const ::testing::TestPartResult &r) override {
     if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", g_world.rank,
+      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", g_rank,
                    r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
   }
 };
@@ -28,14 +29,20 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 zrt_context_h context() {
   return g_context;
 }
-const World &world() {
-  return g_world;
+zrt_comm_h comm() {
+  return g_comm;
+}
+int rank() {
+  return g_rank;
+}
+int size() {
+  return g_size;
 }
 
-}  // namespace gpt2::test
+}  // namespace apps_test
 
 int main(int argc, char **argv) {
-  using namespace gpt2::test;
+  using namespace apps_test;
   ::testing::InitGoogleTest(&argc, argv);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -43,11 +50,10 @@ int main(int argc, char **argv) {
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     if (zrt_init(MPI_COMM_WORLD, nullptr, &g_context) == ZRT_SUCCESS) {
-      g_world.context = g_context;
-      zrt_context_comm(g_context, &g_world.comm);
-      zrt_comm_rank(g_world.comm, &g_world.rank);
-      zrt_comm_size(g_world.comm, &g_world.size);
-      if (g_world.rank != 0) {
+      zrt_context_comm(g_context, &g_comm);
+      zrt_comm_rank(g_comm, &g_rank);
+      zrt_comm_size(g_comm, &g_size);
+      if (g_rank != 0) {
         auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
         delete listeners.Release(listeners.default_result_printer());
         listeners.Append(new FailurePrinter);

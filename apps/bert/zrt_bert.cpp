@@ -1,0 +1,288 @@
+// zrt-bert: pretrains BERT (masked LM + next-sentence prediction; Kokkos, KokkosKernels'
+// gemm) on zerort's ZeRO engine, with LAMB.
+//
+//   apps/data/prepare --model bert
+//   mpirun -np 2 zrt-bert --config bert-tiny --steps 200 --zero-stage 2
+//   zrt-bert --help
+//
+// Checkpoints, signals and exit codes as zrt-gpt2's: --save writes one at the end, every
+// --save-every steps and on SIGUSR1/SIGTERM, after which the program exits with status 75
+// (EX_TEMPFAIL: "requeue me"); --resume continues from one, at any ZeRO stage and world
+// size.
+#include <fmt/format.h>
+#include <mpi.h>
+#include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "data/data_location.hpp"
+#include "model/bert_layout.hpp"
+#include "train/bert_trainer.hpp"
+#include "training/cli_checks.hpp"
+#include "training/engine_model_state.hpp"
+#include "training/signals.hpp"
+
+namespace {
+
+constexpr int kExitStopped = 75;  // EX_TEMPFAIL
+
+using training::kNonNegative;
+using training::kPositive;
+
+struct Cli {
+  bert::BertTrainOptions train;
+  std::string config = "bert-tiny";
+  int zero_stage = 2;
+  std::string dtype = "fp32";
+  std::string optimizer = "lamb";
+  bool deterministic = false;
+  std::string device = "host";
+  std::optional<double> bucket_mb;
+  std::string data = (gpt2::data_root() / "bert" / "moby-dick").string();
+  std::string vocab;
+  double lr = 1e-3;
+  double min_lr_frac = 0.0;
+  std::optional<int64_t> warmup;
+  double power = 1.0;
+  std::string save, resume;
+};
+
+void add_options(CLI::App &app, Cli &c) {
+  bert::BertTrainOptions &t = c.train;
+  app.add_option("--config", c.config,
+                 "model: bert-tiny (2 layers, 128 hidden), bert-mini (4/256), bert-small (4/512), "
+                 "bert-medium (8/512), bert-base (12/768), bert-large (24/1024), or a JSON file "
+                 "with Hugging Face's BertConfig keys")
+      ->capture_default_str();
+  app.add_option("--zero-stage", c.zero_stage,
+                 "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
+                 "and parameters")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  app.add_option("--dtype", c.dtype,
+                 "parameters and gradients in the engine: fp32, or bf16 with fp32 master weights")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--optimizer", c.optimizer,
+                 "lamb (BERT's large-batch optimizer: Adam with a per-tensor trust ratio) or "
+                 "adamw")
+      ->check(CLI::IsMember({"lamb", "adamw"}))
+      ->capture_default_str();
+  app.add_flag("--deterministic", c.deterministic,
+               "reductions add in rank order: bitwise-identical results for every stage");
+  app.add_option("--device", c.device,
+                 "where the engine's buffers live: host, device, auto, or emulated (zerort's "
+                 "emulated device, for machines without a GPU)")
+      ->check(CLI::IsMember({"host", "device", "auto", "emulated"}))
+      ->capture_default_str();
+  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket size in MiB (default: zerort's)")
+      ->check(kPositive);
+  app.add_option("--steps", t.steps, "optimizer steps")->check(kPositive)->capture_default_str();
+  app.add_option("--batch", t.batch, "sequences per micro-step and rank")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--seq", t.seq, "tokens per sequence, [CLS] and [SEP]s included (at least 8)")
+      ->check(CLI::Range(8, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--grad-accum", t.optimizer.accumulation_steps, "micro-steps per optimizer step")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--lr", c.lr, "peak learning rate")->check(kPositive)->capture_default_str();
+  app.add_option("--min-lr-frac", c.min_lr_frac,
+                 "final learning rate, as a share of --lr (BERT decays to 0)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--warmup", c.warmup, "linear warmup steps (default: a tenth of --steps)")
+      ->check(kNonNegative);
+  app.add_option("--decay-power", c.power,
+                 "after warmup the rate falls as (1 - progress)^power (1: linear, BERT's)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--weight-decay", t.optimizer.weight_decay,
+                 "decoupled weight decay (not on biases and LayerNorm)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--beta1", t.optimizer.beta1, "beta1")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--beta2", t.optimizer.beta2, "beta2")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--eps", t.optimizer.eps, "epsilon")->check(kPositive)->capture_default_str();
+  app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
+  app.add_option("--data-seed", t.data_seed, "seed of the sentence pairs, their order and masks")
+      ->capture_default_str();
+  app.add_option("--mask-prob", t.mask_prob, "share of tokens masked for MLM")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--max-predictions", t.max_predictions,
+                 "masked tokens per sequence at most (default: round(mask-prob x seq))")
+      ->check(kPositive);
+  app.add_option("--data", c.data,
+                 "folder with train.bin and val.bin (apps/data/prepare --model bert)")
+      ->capture_default_str();
+  app.add_option("--vocab", c.vocab,
+                 "the WordPiece vocabulary (vocab.txt form) the data was made with (default: "
+                 "DATA/../../tokenizer/bert-vocab.txt)");
+  app.add_option("--eval-every", t.eval_every, "held-out losses every N steps (and at the end)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--eval-batches", t.eval_batches, "batches per evaluation")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--json-metrics", t.json_metrics, "write metrics as JSON lines to this file");
+  app.add_flag("--plot", t.plot, "draw the loss and memory curves as PNG (gnuplot)");
+  app.add_option("--plot-dir", t.plot_dir, "where --plot writes bert_loss.png, bert_memory.png")
+      ->capture_default_str();
+  app.add_option("--log-every", t.log_every, "progress line every N steps")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--max-skipped-steps", t.max_skipped_steps,
+                 "stop (exit 1) after N updates in a row skipped for a NaN or Inf gradient; 0: "
+                 "never")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--save", c.save,
+                 "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
+                 "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
+  app.add_option("--save-every", t.save_every, "steps between checkpoints (0: at the end)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--resume", c.resume,
+                 "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+}
+
+training::EngineOptions engine_options(const Cli &c) {
+  training::EngineOptions e;
+  e.stage = c.zero_stage;
+  e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+  e.deterministic = c.deterministic;
+  e.memory = c.device == "host"   ? ZRT_ENGINE_MEMORY_HOST
+             : c.device == "auto" ? ZRT_ENGINE_MEMORY_AUTO
+                                  : ZRT_ENGINE_MEMORY_DEVICE;
+  e.optimizer = c.train.optimizer;
+  e.lr = c.train.lr.max_lr;
+  if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
+  return e;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  training::install_stop_signals();
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  training::install_stop_signals();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  Cli cli;
+  // BERT's LAMB settings (You et al.; NVIDIA's BERT recipe): beta2 0.999, eps 1e-6, weight
+  // decay 0.01.
+  cli.train.optimizer.kind = ZRT_OPTIMIZER_LAMB;
+  cli.train.optimizer.beta2 = 0.999;
+  cli.train.optimizer.eps = 1e-6;
+  cli.train.optimizer.weight_decay = 0.01;
+  CLI::App app{"zrt-bert: pretrain BERT (Kokkos) on zerort"};
+  add_options(app, cli);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  int rc = 0;
+  {
+    int kokkos_argc = 1;
+    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
+    if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
+    zrt_context_h ctx = nullptr;
+    if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
+      fmt::print(stderr, "zrt-bert: rank {}: {}\n", rank, zrt_last_error_message());
+      MPI_Finalize();
+      return 1;
+    }
+    bert::World world{rank, size, nullptr};
+    zrt_context_comm(ctx, &world.comm);
+
+    // Everything that can fail on bad input, agreed across ranks after each part, so a
+    // problem on one rank stops every rank with its message.
+    std::unique_ptr<training::ModelState> state;
+    std::unique_ptr<bert::BertTrainer> trainer;
+    auto agreed = [&](const std::function<void()> &part) {
+      std::string error;
+      try {
+        part();
+      } catch (const std::exception &e) {
+        error = e.what();
+      }
+      int failed_rank = -1;
+      zrt_status_t st = zrt_comm_agree_status(
+          world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
+      if (st != ZRT_SUCCESS && rank == failed_rank)
+        fmt::print(stderr, "zrt-bert: {}{}\n", rank > 0 ? fmt::format("rank {}: ", rank) : "",
+                   error);
+      return st == ZRT_SUCCESS;
+    };
+    const bool ready =
+        agreed([&] {
+          bert::BertTrainOptions &t = cli.train;
+          t.config = bert::BertConfig::from_name_or_file(cli.config);
+          t.data_dir = cli.data;
+          t.vocab_path = cli.vocab.empty()
+                             ? std::filesystem::path(cli.data).parent_path().parent_path() /
+                                   "tokenizer" / "bert-vocab.txt"
+                             : std::filesystem::path(cli.vocab);
+          t.save_path = cli.save;
+          t.resume_path = cli.resume;
+          t.optimizer.kind = cli.optimizer == "lamb" ? ZRT_OPTIMIZER_LAMB : ZRT_OPTIMIZER_ADAMW;
+          t.lr.decay = training::LrDecay::polynomial;
+          t.lr.power = cli.power;
+          t.lr.max_lr = cli.lr;
+          t.lr.min_lr = cli.lr * cli.min_lr_frac;
+          t.lr.warmup_steps = cli.warmup ? *cli.warmup : t.steps / 10;
+          if (!std::filesystem::is_directory(t.data_dir))
+            throw std::runtime_error(fmt::format(
+                "--data {}: no such folder; make it with: apps/data/prepare --model bert",
+                t.data_dir.string()));
+        }) &&
+        agreed([&] {
+          state = training::make_engine_model_state(ctx, bert::parameter_layout(cli.train.config),
+                                                    engine_options(cli));
+        }) &&
+        agreed([&] { trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world); });
+    if (!ready) {
+      rc = 1;
+    } else {
+      try {
+        bert::BertTrainResult result = trainer->run();
+        if (result.stopped) rc = kExitStopped;
+      } catch (const bert::TrainingDiverged &e) {
+        if (rank == 0) fmt::print(stderr, "zrt-bert: {}\n", e.what());
+        rc = 1;
+      } catch (const std::exception &e) {
+        fmt::print(stderr, "zrt-bert: rank {}: {}\n", rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    trainer.reset();
+    state.reset();
+    zrt_finalize(ctx);
+  }
+  MPI_Finalize();
+  return rc;
+}
