@@ -23,11 +23,11 @@
 #include <random>
 #include <vector>
 
-#include "training/cli_checks.hpp"
+#include "gemm_baseline.hpp"
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
-#include "nn/matmul.hpp"
 #include "train/training_types.hpp"
+#include "training/cli_checks.hpp"
 
 namespace {
 
@@ -38,83 +38,6 @@ struct Gpt2BenchOptions {
   int seq = 64;
   int steps = 3;
   int stage = 2;
-};
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Median over ranks' slowest time of fn(), after one warm-up call. Collective.
-double median_time(int reps, const std::function<void()> &fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
-    fn();
-    Kokkos::fence();
-    double dt = now() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(dt);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// The gemms of one training step of N rows through every linear layer; returns its FLOPs.
-struct GemmStep {
-  struct Shape {
-    int64_t in, out;  // C -> OC
-    int count;        // layers with this shape
-  };
-  GemmStep(const gpt2::Gpt2Config &c, int64_t rows) : n(rows) {
-    const int64_t C = c.channels;
-    shapes = {{C, 3 * C, c.num_layers},
-              {C, C, c.num_layers},
-              {C, 4 * C, c.num_layers},
-              {4 * C, C, c.num_layers},
-              {C, c.vocab_size, 1}};
-    int64_t max_in = 0, max_out = 0;
-    for (const Shape &s : shapes) {
-      max_in = std::max(max_in, s.in);
-      max_out = std::max(max_out, s.out);
-    }
-    x = Kokkos::View<float *, gpt2::MemSpace>("x", size_t(n * max_in));
-    y = Kokkos::View<float *, gpt2::MemSpace>("y", size_t(n * max_out));
-    w = Kokkos::View<float *, gpt2::MemSpace>("w", size_t(max_in * max_out));
-    dx = Kokkos::View<float *, gpt2::MemSpace>("dx", size_t(n * max_in));
-    dw = Kokkos::View<float *, gpt2::MemSpace>("dw", size_t(max_in * max_out));
-    Kokkos::deep_copy(x, 0.01f);
-    Kokkos::deep_copy(y, 0.01f);
-    Kokkos::deep_copy(w, 0.01f);
-  }
-  double flops() const {
-    double f = 0;
-    for (const Shape &s : shapes)
-      f += 3.0 * 2.0 * double(n) * double(s.in) * double(s.out) * s.count;
-    return f;
-  }
-  void run() {
-    using gpt2::CMat;
-    using gpt2::Mat;
-    for (const Shape &s : shapes) {
-      // As in training, the input stays, the input gradient and the weight gradient have
-      // buffers of their own: writing them over X and W instead (as this did) made the
-      // values grow layer after layer into inf and NaN, and the baseline slower than the
-      // model's own gemms.
-      Mat<float> X(x.data(), size_t(n), size_t(s.in)), Y(y.data(), size_t(n), size_t(s.out)),
-          W(w.data(), size_t(s.out), size_t(s.in)), DX(dx.data(), size_t(n), size_t(s.in)),
-          DW(dw.data(), size_t(s.out), size_t(s.in));
-      for (int l = 0; l < s.count; ++l) {
-        nn::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
-        nn::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
-        nn::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
-      }
-    }
-  }
-  int64_t n;
-  std::vector<Shape> shapes;
-  Kokkos::View<float *, gpt2::MemSpace> x, y, w, dx, dw;
 };
 
 void run_gpt2_bench(const Gpt2BenchOptions &opt) {
@@ -150,15 +73,21 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     std::rotate(host.begin(), host.begin() + 1, host.end());
     Kokkos::deep_copy(targets, HostView(host.data(), host.size()));
 
-    const double step_s = median_time(opt.steps, [&] {
+    const double step_s = median_step_time(opt.steps, [&] {
       model.forward(acts, tokens, targets, B, T);
       model.backward(acts, tokens, targets, B, T, 1.0f);
       state->step(1e-4);
     });
     state.reset();
 
-    GemmStep gemms(cfg, int64_t(B) * T);
-    const double gemm_s = median_time(opt.steps, [&] { gemms.run(); });
+    const int64_t C = cfg.channels;
+    GemmStep gemms({{C, 3 * C, cfg.num_layers},
+                    {C, C, cfg.num_layers},
+                    {C, 4 * C, cfg.num_layers},
+                    {4 * C, C, cfg.num_layers},
+                    {C, cfg.vocab_size, 1}},
+                   int64_t(B) * T);
+    const double gemm_s = median_step_time(opt.steps, [&] { gemms.run(); });
 
     const double tokens_per_step = double(opt.global_batch) * T;
     const double P = double(cfg.num_parameters());

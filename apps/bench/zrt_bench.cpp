@@ -8,6 +8,7 @@
 //   mpirun -np 2 zrt-bench zero [--layers 12 --width 1024]
 //   mpirun -np 2 zrt-bench ckpt [--dir /tmp --stage 2]
 //   mpirun -np 2 zrt-bench gpt2 [--json]        (built with Kokkos)
+//   mpirun -np 2 zrt-bench bert [--json]        (built with Kokkos)
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
@@ -17,7 +18,8 @@
 #include "bench_offload.hpp"
 #include "bench_pool.hpp"
 #include "bench_zero.hpp"
-#ifdef BENCH_WITH_GPT2
+#ifdef BENCH_WITH_MODELS
+#include "bench_bert.hpp"
 #include "bench_gpt2.hpp"
 #endif
 
@@ -31,8 +33,9 @@ int main(int argc, char **argv) {
   add_adam_bench(app);
   add_zero_bench(app);
   add_ckpt_bench(app);
-#ifdef BENCH_WITH_GPT2
+#ifdef BENCH_WITH_MODELS
   add_gpt2_bench(app);  // needs Kokkos
+  add_bert_bench(app);
 #endif
   int rc = 0;
   try {
