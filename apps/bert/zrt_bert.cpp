@@ -135,7 +135,7 @@ void add_options(CLI::App &app, Cli &c) {
       ->capture_default_str();
   app.add_option("--vocab", c.vocab,
                  "the WordPiece vocabulary (vocab.txt form) the data was made with (default: "
-                 "DATA/../../tokenizer/bert-vocab.txt)");
+                 "tokenizer/bert-vocab.txt in DATA/../.., DATA/.. or the data folder)");
   app.add_option("--eval-every", t.eval_every, "held-out losses every N steps (and at the end)")
       ->check(kNonNegative)
       ->capture_default_str();
@@ -162,6 +162,16 @@ void add_options(CLI::App &app, Cli &c) {
       ->capture_default_str();
   app.add_option("--resume", c.resume,
                  "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+}
+
+// The vocabulary beside prepare's example files (DATA = ROOT/bert/CORPUS: ROOT/tokenizer),
+// else the data root's.
+std::filesystem::path default_vocab(const std::filesystem::path &data) {
+  const std::filesystem::path name = std::filesystem::path("tokenizer") / "bert-vocab.txt";
+  std::error_code ec;
+  for (const std::filesystem::path &root : {data.parent_path().parent_path(), data.parent_path()})
+    if (std::filesystem::exists(root / name, ec)) return root / name;
+  return gpt2::data_root() / name;
 }
 
 training::EngineOptions engine_options(const Cli &c) {
@@ -243,10 +253,8 @@ int main(int argc, char **argv) {
           bert::BertTrainOptions &t = cli.train;
           t.config = bert::BertConfig::from_name_or_file(cli.config);
           t.data_dir = cli.data;
-          t.vocab_path = cli.vocab.empty()
-                             ? std::filesystem::path(cli.data).parent_path().parent_path() /
-                                   "tokenizer" / "bert-vocab.txt"
-                             : std::filesystem::path(cli.vocab);
+          t.vocab_path =
+              cli.vocab.empty() ? default_vocab(cli.data) : std::filesystem::path(cli.vocab);
           t.save_path = cli.save;
           t.resume_path = cli.resume;
           t.optimizer.kind = cli.optimizer == "lamb" ? ZRT_OPTIMIZER_LAMB : ZRT_OPTIMIZER_ADAMW;

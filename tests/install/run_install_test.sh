@@ -20,7 +20,7 @@ cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
 for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
   lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
   include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
-  share/zerort/slurm/gpt2.sbatch; do
+  share/zerort/slurm/gpt2.sbatch share/zerort/slurm/bert.sbatch; do
   [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
 done
 if find "$prefix/include" -name '*.in' | grep -q .; then fail "a template is installed: $(find "$prefix/include" -name '*.in')"; fi
