@@ -10,11 +10,8 @@
 // (EX_TEMPFAIL: "requeue me"); --resume continues from one, at any ZeRO stage and world
 // size.
 #include <fmt/format.h>
-#include <mpi.h>
 #include <zerort/zerort.h>
 #include <CLI/CLI.hpp>
-
-#include <Kokkos_Core.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +26,9 @@
 #include "train/bert_trainer.hpp"
 #include "training/cli_checks.hpp"
 #include "training/engine_model_state.hpp"
-#include "training/signals.hpp"
+#include "training/trainer_main.hpp"
 
 namespace {
-
-constexpr int kExitStopped = 75;  // EX_TEMPFAIL
 
 using training::kNonNegative;
 using training::kPositive;
@@ -191,14 +186,6 @@ training::EngineOptions engine_options(const Cli &c) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  training::install_stop_signals();
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  training::install_stop_signals();
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
   Cli cli;
   // BERT's LAMB settings (You et al.; NVIDIA's BERT recipe): beta2 0.999, eps 1e-6, weight
   // decay 0.01.
@@ -208,48 +195,15 @@ int main(int argc, char **argv) {
   cli.train.optimizer.weight_decay = 0.01;
   CLI::App app{"zrt-bert: pretrain BERT (Kokkos) on zerort"};
   add_options(app, cli);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  int rc = 0;
-  {
-    int kokkos_argc = 1;
-    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
+  auto before_context = [&] {
     if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
-    zrt_context_h ctx = nullptr;
-    if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
-      fmt::print(stderr, "zrt-bert: rank {}: {}\n", rank, zrt_last_error_message());
-      MPI_Finalize();
-      return 1;
-    }
-    bert::World world{rank, size, nullptr};
-    zrt_context_comm(ctx, &world.comm);
-
-    // Everything that can fail on bad input, agreed across ranks after each part, so a
-    // problem on one rank stops every rank with its message.
-    std::unique_ptr<training::ModelState> state;
-    std::unique_ptr<bert::BertTrainer> trainer;
-    auto agreed = [&](const std::function<void()> &part) {
-      std::string error;
-      try {
-        part();
-      } catch (const std::exception &e) {
-        error = e.what();
-      }
-      int failed_rank = -1;
-      zrt_status_t st = zrt_comm_agree_status(
-          world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
-      if (st != ZRT_SUCCESS && rank == failed_rank)
-        fmt::print(stderr, "zrt-bert: {}{}\n", rank > 0 ? fmt::format("rank {}: ", rank) : "",
-                   error);
-      return st == ZRT_SUCCESS;
-    };
-    const bool ready =
-        agreed([&] {
+  };
+  return training::trainer_main(
+      argc, argv, "zrt-bert", app, before_context, [&](const training::AppWorld &job) {
+        bert::World world{job.rank(), job.size(), job.comm()};
+        std::unique_ptr<training::ModelState> state;
+        std::unique_ptr<bert::BertTrainer> trainer;
+        const bool ready = job.agreed([&] {
           bert::BertTrainOptions &t = cli.train;
           t.config = bert::BertConfig::from_name_or_file(cli.config);
           t.data_dir = cli.data;
@@ -267,30 +221,13 @@ int main(int argc, char **argv) {
             throw std::runtime_error(fmt::format(
                 "--data {}: no such folder; make it with: apps/data/prepare --model bert",
                 t.data_dir.string()));
-        }) &&
-        agreed([&] {
-          state = training::make_engine_model_state(ctx, bert::parameter_layout(cli.train.config),
-                                                    engine_options(cli));
-        }) &&
-        agreed([&] { trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world); });
-    if (!ready) {
-      rc = 1;
-    } else {
-      try {
-        bert::BertTrainResult result = trainer->run();
-        if (result.stopped) rc = kExitStopped;
-      } catch (const bert::TrainingDiverged &e) {
-        if (rank == 0) fmt::print(stderr, "zrt-bert: {}\n", e.what());
-        rc = 1;
-      } catch (const std::exception &e) {
-        fmt::print(stderr, "zrt-bert: rank {}: {}\n", rank, e.what());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-    }
-    trainer.reset();
-    state.reset();
-    zrt_finalize(ctx);
-  }
-  MPI_Finalize();
-  return rc;
+        }) && job.agreed([&] {
+          state = training::make_engine_model_state(
+              job.context(), bert::parameter_layout(cli.train.config), engine_options(cli));
+        }) && job.agreed([&] {
+          trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world);
+        });
+        if (!ready) return 1;
+        return trainer->run().stopped ? training::kExitStopped : 0;
+      });
 }

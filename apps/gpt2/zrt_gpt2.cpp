@@ -10,11 +10,8 @@
 // last two's in pinned host memory through zerort's activation offload (zerort/memory.h).
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <mpi.h>
 #include <zerort/zerort.h>
 #include <CLI/CLI.hpp>
-
-#include <Kokkos_Core.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,14 +21,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "training/cli_checks.hpp"
 #include "data/data_location.hpp"
 #include "train/trainer.hpp"
 #include "train/training_types.hpp"
+#include "training/cli_checks.hpp"
+#include "training/trainer_main.hpp"
 
 namespace {
-
-constexpr int kExitStopped = 75;  // EX_TEMPFAIL
 
 struct Cli {
   gpt2::TrainOptions train;
@@ -227,108 +223,43 @@ void check_blas(bool print) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  // From the first line: a SIGUSR1 or SIGTERM during start-up (a long checkpoint load, say)
-  // is kept, and the run stops after its first step with a checkpoint, instead of dying.
-  gpt2::install_stop_signals();
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  gpt2::install_stop_signals();  // in case MPI's start-up set handlers of its own
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
   Cli cli;
   CLI::App app{"zrt-gpt2: train GPT-2 (Kokkos) on zerort"};
   add_options(app, cli);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    // Every rank parses the same arguments; one message (or --help) is enough.
-    int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  int rc = 0;
-  {
-    // Kokkos sees only the program's name: the options are ours (Kokkos 3 would read
-    // --device as its device id), and Kokkos' settings come from its environment variables.
-    int kokkos_argc = 1;
-    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
-    // The emulated device is a setting of the context (memory.device.emulate).
+  // The emulated device is a setting of the context (memory.device.emulate).
+  auto before_context = [&] {
     if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
-    zrt_context_h ctx = nullptr;
-    zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
-    if (st != ZRT_SUCCESS) {
-      fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, zrt_last_error_message());
-      MPI_Finalize();
-      return 1;
-    }
-    gpt2::World world{rank, size, nullptr, ctx};
-    zrt_context_comm(ctx, &world.comm);
-
-    // Set up everything that can fail on bad input, agreeing across ranks after each part,
-    // so that a problem on one rank (a file missing on one node) stops every rank with its
-    // message instead of leaving the others waiting in a collective.
-    std::unique_ptr<gpt2::ModelState> state;
-    std::unique_ptr<gpt2::Trainer> trainer;
-    auto agreed = [&](const std::function<void()> &part) {
-      std::string error;
-      try {
-        part();
-      } catch (const std::exception &e) {
-        error = e.what();
-      }
-      int failed_rank = -1;
-      zrt_status_t agreed_st = zrt_comm_agree_status(
-          world.comm, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
-      // The lowest failing rank speaks; usually every rank failed alike (a bad option).
-      if (agreed_st != ZRT_SUCCESS && rank == failed_rank)
-        fmt::print(stderr, "zrt-gpt2: {}{}\n", rank > 0 ? fmt::format("rank {}: ", rank) : "",
-                   error);
-      return agreed_st == ZRT_SUCCESS;
-    };
-    const bool ready =
-        agreed([&] {
-          cli.train.config = model_config(cli);
-          cli.train.data_dir = cli.data;
-          cli.train.save_path = cli.save;
-          cli.train.resume_path = cli.resume;
-          cli.train.data_format = gpt2::parse_token_format(cli.data_format);
-          cli.train.tokenizer_dir =
-              cli.tokenizer.empty() ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
-                                    : std::filesystem::path(cli.tokenizer);
-          cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
-          cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
-          check_blas(rank == 0);
-        }) &&
-        // Collective: the engine agrees on its own errors, so every rank gets here.
-        agreed([&] {
-          state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cli.train.config),
-                                                engine_options(cli));
-        }) &&
-        agreed([&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
-    if (!ready) {
-      rc = 1;
-    } else {
-      try {
-        gpt2::TrainResult result = trainer->run();
-        // Stopped by a signal (a time limit or a preemption coming): "try again later", so
-        // that a batch script can requeue the job, which then resumes from the checkpoint.
-        if (result.stopped) rc = kExitStopped;
-      } catch (const gpt2::TrainingDiverged &e) {
-        // Every rank stops at the same step (the skips are agreed): no collective is open.
-        if (rank == 0) fmt::print(stderr, "zrt-gpt2: {}\n", e.what());
-        rc = 1;
-      } catch (const std::exception &e) {
-        fmt::print(stderr, "zrt-gpt2: rank {}: {}\n", rank, e.what());
-        // Other ranks may be inside a collective: end the job rather than hang.
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-    }
-    trainer.reset();
-    state.reset();
-    zrt_finalize(ctx);
-  }
-  MPI_Finalize();
-  return rc;
+  };
+  return training::trainer_main(
+      argc, argv, "zrt-gpt2", app, before_context, [&](const training::AppWorld &job) {
+        gpt2::World world{job.rank(), job.size(), job.comm(), job.context()};
+        // Set up everything that can fail on bad input, agreeing across ranks after each part.
+        std::unique_ptr<gpt2::ModelState> state;
+        std::unique_ptr<gpt2::Trainer> trainer;
+        const bool ready =
+            job.agreed([&] {
+              cli.train.config = model_config(cli);
+              cli.train.data_dir = cli.data;
+              cli.train.save_path = cli.save;
+              cli.train.resume_path = cli.resume;
+              cli.train.data_format = gpt2::parse_token_format(cli.data_format);
+              cli.train.tokenizer_dir =
+                  cli.tokenizer.empty()
+                      ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
+                      : std::filesystem::path(cli.tokenizer);
+              cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
+              cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
+              check_blas(job.rank() == 0);
+            }) &&
+            // Collective: the engine agrees on its own errors, so every rank gets here.
+            job.agreed([&] {
+              state = gpt2::make_engine_model_state(
+                  job.context(), gpt2::parameter_layout(cli.train.config), engine_options(cli));
+            }) &&
+            job.agreed(
+                [&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
+        if (!ready) return 1;
+        // Stopped by a signal (a time limit or a preemption coming): "try again later".
+        return trainer->run().stopped ? training::kExitStopped : 0;
+      });
 }

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "training/cli_checks.hpp"
 #include "data/token_file.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
+#include "training/cli_checks.hpp"
 
 namespace {
 

@@ -18,6 +18,22 @@ std::string shape_text(const nlohmann::json &model, const std::vector<std::strin
 
 }  // namespace
 
+std::filesystem::path checkpoint_path(const std::filesystem::path &save_path, int64_t step) {
+  std::string path = save_path.string();
+  if (auto at = path.find("{step}"); at != std::string::npos)
+    path.replace(at, 6, fmt::format("{:08d}", step));
+  return path;
+}
+
+void check_save_folder(const std::filesystem::path &save_path) {
+  const auto dir = std::filesystem::absolute(save_path).parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw std::runtime_error(
+        fmt::format("--save {}: cannot create the folder {}", save_path.string(), dir.string()));
+}
+
 CheckpointInfo read_checkpoint_info(const std::filesystem::path &path,
                                     const CheckpointOwner &owner) {
   std::error_code ec;

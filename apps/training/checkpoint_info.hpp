@@ -26,6 +26,14 @@ struct CheckpointInfo {
   nlohmann::json metadata;    // all of it, as above
 };
 
+/// @p save_path with "{step}" replaced by the step, 8 digits ("ckpt-{step}.h5" ->
+/// "ckpt-00000500.h5"), as zerort's checkpoint names the file it writes.
+std::filesystem::path checkpoint_path(const std::filesystem::path &save_path, int64_t step);
+
+/// Creates the folder of @p save_path if needed, so that a run finds out at start-up, not
+/// after hours of training, that it cannot save. Throws std::runtime_error naming it.
+void check_save_folder(const std::filesystem::path &save_path);
+
 /// What a trainer resumes from: its own checkpoints, of a model of the same shape.
 struct CheckpointOwner {
   std::string program;                  // "zrt-gpt2": the metadata's "program"

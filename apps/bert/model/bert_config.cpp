@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "nn/json_file.hpp"
 #include "nn/nearest_name.hpp"
 
 namespace bert {
@@ -178,15 +179,7 @@ BertConfig BertConfig::from_json(const nlohmann::json &j, const std::string &nam
 }
 
 BertConfig BertConfig::from_json_file(const std::filesystem::path &file) {
-  std::ifstream in(file);
-  if (!in) bad(fmt::format("model config {}: cannot open the file", file.string()));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception &e) {
-    bad(fmt::format("model config {}: not valid JSON: {}", file.string(), e.what()));
-  }
-  return from_json(j, file.string());
+  return from_json(nn::read_json_file(file, "model config"), file.string());
 }
 
 BertConfig BertConfig::from_name_or_file(const std::string &spec) {

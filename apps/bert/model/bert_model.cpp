@@ -16,6 +16,7 @@
 #include "nn/normal.hpp"
 #include "nn/residual.hpp"
 #include "nn/rows.hpp"
+#include "nn/store_views.hpp"
 #include "nn/tanh.hpp"
 
 namespace bert {
@@ -25,14 +26,7 @@ template <class T>
 BertModel<T>::BertModel(const BertConfig &config, ParameterStore<T> &store)
     : config_(config), store_(store), ids_(parameter_ids(config)) {
   config_.validate();
-  std::vector<TensorSpec> want = parameter_layout(config_);
-  const std::vector<TensorSpec> &have = store_.tensors();
-  bool same = want.size() == have.size();
-  for (size_t i = 0; same && i < want.size(); ++i)
-    same = want[i].name == have[i].name && want[i].shape == have[i].shape;
-  if (!same)
-    throw std::invalid_argument(fmt::format(
-        "the parameter store does not hold the layout of model config {}", config_.name));
+  check_layout(store_, parameter_layout(config_), config_.name);
 }
 
 template <class T>
@@ -74,13 +68,12 @@ void BertModel<T>::check_shape(const BertActivations<T> &acts, const BertBatch &
 
 template <class T>
 CVec<T> BertModel<T>::vec(int id) {
-  return CVec<T>(store_.values(id), store_.tensors()[static_cast<size_t>(id)].numel());
+  return tensor_vec(store_, id);
 }
 
 template <class T>
 CMat<T> BertModel<T>::mat(int id) {
-  const auto &shape = store_.tensors()[static_cast<size_t>(id)].shape;
-  return CMat<T>(store_.values(id), shape[0], shape[1]);
+  return tensor_mat(store_, id);
 }
 
 template <class T>

@@ -13,6 +13,8 @@
 #include "text/pretraining_examples.hpp"
 #include "text/vocabulary.hpp"
 #include "training/checkpoint_info.hpp"
+#include "training/divergence.hpp"
+#include "training/rank_sum.hpp"
 #include "training/signals.hpp"
 
 namespace bert {
@@ -27,11 +29,7 @@ double seconds_since(Clock::time_point t) {
 
 // Sums @p values over the ranks, in place.
 void sum_over_ranks(const World &world, std::vector<double> &values) {
-  if (world.size <= 1 || !world.comm) return;
-  zrt_status_t rc = zrt_all_reduce(world.comm, values.data(), values.data(), values.size(),
-                                   ZRT_DTYPE_FP64, ZRT_OP_SUM);
-  if (rc != ZRT_SUCCESS)
-    throw std::runtime_error(fmt::format("all-reduce failed: {}", zrt_last_error_message()));
+  training::sum_over_ranks(world.comm, world.size, values);
 }
 
 // The fields of a BERT config that fix the parameters' names and shapes.
@@ -112,14 +110,7 @@ struct BertTrainer::Impl {
     lr_ = opt.lr;
     lr_.total_steps = opt.steps;
     lr_.validate();
-    if (!opt.save_path.empty()) {
-      const auto dir = std::filesystem::absolute(opt.save_path).parent_path();
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (!std::filesystem::is_directory(dir))
-        throw std::runtime_error(fmt::format("--save {}: cannot create the folder {}",
-                                             opt.save_path.string(), dir.string()));
-    }
+    if (!opt.save_path.empty()) training::check_save_folder(opt.save_path);
     if (!opt.resume_path.empty())
       resume_.emplace(training::read_checkpoint_info(
           opt.resume_path,
@@ -163,10 +154,9 @@ struct BertTrainer::Impl {
                                  {"data", opt_.data_dir.string()}};
     const auto t0 = Clock::now();
     state_.save(opt_.save_path.string(), meta.dump());
-    std::string path = opt_.save_path.string();
-    if (auto at = path.find("{step}"); at != std::string::npos)
-      path.replace(at, 6, fmt::format("{:08d}", step));
-    if (lead_) fmt::print("checkpoint: {} (step {}, {:.1f} s)\n", path, step, seconds_since(t0));
+    const std::filesystem::path path = training::checkpoint_path(opt_.save_path, step);
+    if (lead_)
+      fmt::print("checkpoint: {} (step {}, {:.1f} s)\n", path.string(), step, seconds_since(t0));
     std::fflush(stdout);
     return path;
   }
@@ -225,7 +215,7 @@ struct BertTrainer::Impl {
     result.first_step = step;
     const double tokens_per_step = double(global_batch_) * opt_.seq;
     double time_sum = 0;
-    int64_t skipped_in_a_row = 0;
+    training::DivergenceWatch divergence(opt_.max_skipped_steps);
     while (step < opt_.steps) {
       const auto t0 = Clock::now();
       const double lr = lr_.at(step);
@@ -262,13 +252,7 @@ struct BertTrainer::Impl {
                    training::progress_line(m, opt_.steps, per_step * double(opt_.steps - step)),
                    report.applied ? "" : " | update skipped (non-finite gradient)");
       std::fflush(stdout);
-      skipped_in_a_row = report.skipped ? skipped_in_a_row + 1 : 0;
-      if (opt_.max_skipped_steps > 0 && skipped_in_a_row >= opt_.max_skipped_steps)
-        throw TrainingDiverged(fmt::format(
-            "training diverged: {} steps in a row (to step {}) had a NaN or Inf gradient and "
-            "were skipped (loss {:.4g}); the parameters are those of step {}. Lower --lr, or "
-            "resume from an earlier checkpoint (--max-skipped-steps 0 goes on regardless)",
-            skipped_in_a_row, step, s.loss, step - skipped_in_a_row));
+      divergence.after_step(report, step, s.loss);
       if (stop_requested) {
         result.stopped = true;
         result.stop_signal = training::stop_signal();

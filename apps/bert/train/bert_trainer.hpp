@@ -61,12 +61,6 @@ struct BertTrainOptions {
   std::filesystem::path resume_path;
 };
 
-/// Thrown by BertTrainer::run on every rank at the same step: the run diverged.
-class TrainingDiverged : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 /// One step's (or one evaluation's) figures, over the global batch.
 struct BertStepLosses {
   double loss = 0, mlm = 0, nsp = 0, mlm_accuracy = 0, nsp_accuracy = 0;

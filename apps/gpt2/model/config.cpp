@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nn/json_file.hpp"
 #include "nn/nearest_name.hpp"
 
 namespace gpt2 {
@@ -179,15 +180,7 @@ Gpt2Config Gpt2Config::from_json(const nlohmann::json &j, const std::string &nam
 }
 
 Gpt2Config Gpt2Config::from_json_file(const std::filesystem::path &file) {
-  std::ifstream in(file);
-  if (!in) bad(fmt::format("model config {}: cannot open the file", file.string()));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception &e) {
-    bad(fmt::format("model config {}: not valid JSON: {}", file.string(), e.what()));
-  }
-  return from_json(j, file.string());
+  return from_json(nn::read_json_file(file, "model config"), file.string());
 }
 
 Gpt2Config Gpt2Config::from_name_or_file(const std::string &spec) {

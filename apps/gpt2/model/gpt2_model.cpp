@@ -14,6 +14,7 @@
 #include "nn/matmul.hpp"
 #include "nn/normal.hpp"
 #include "nn/residual.hpp"
+#include "nn/store_views.hpp"
 
 namespace gpt2 {
 using namespace nn;  // the layers
@@ -22,14 +23,7 @@ template <class T>
 Gpt2Model<T>::Gpt2Model(const Gpt2Config &config, ParameterStore<T> &store)
     : config_(config), store_(store), ids_(parameter_ids(config)) {
   config_.validate();
-  std::vector<TensorSpec> want = parameter_layout(config_);
-  const std::vector<TensorSpec> &have = store_.tensors();
-  bool same = want.size() == have.size();
-  for (size_t i = 0; same && i < want.size(); ++i)
-    same = want[i].name == have[i].name && want[i].shape == have[i].shape;
-  if (!same)
-    throw std::invalid_argument(fmt::format(
-        "the parameter store does not hold the layout of model config {}", config_.name));
+  check_layout(store_, parameter_layout(config_), config_.name);
 }
 
 template <class T>
@@ -72,13 +66,12 @@ void Gpt2Model<T>::check_shape(const Activations<T> &acts, int B, int Tn) const 
 
 template <class T>
 CVec<T> Gpt2Model<T>::vec(int id) {
-  return CVec<T>(store_.values(id), store_.tensors()[static_cast<size_t>(id)].numel());
+  return tensor_vec(store_, id);
 }
 
 template <class T>
 CMat<T> Gpt2Model<T>::mat(int id) {
-  const auto &shape = store_.tensors()[static_cast<size_t>(id)].shape;
-  return CMat<T>(store_.values(id), shape[0], shape[1]);
+  return tensor_mat(store_, id);
 }
 
 template <class T>

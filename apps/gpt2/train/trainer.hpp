@@ -62,13 +62,6 @@ struct TrainOptions {
   std::filesystem::path resume_path;  // continue from this checkpoint
 };
 
-// Thrown by Trainer::run on every rank at the same step (the skips are agreed): the run
-// diverged, and nothing was saved after it did.
-class TrainingDiverged : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 struct TrainResult {
   std::vector<double> losses;  // mean training loss of each step, over the ranks
   std::vector<EvalMetrics> evals;

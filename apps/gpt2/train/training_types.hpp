@@ -3,18 +3,23 @@
 #pragma once
 
 #include "training/checkpoint_info.hpp"
+#include "training/divergence.hpp"
 #include "training/engine_model_state.hpp"
 #include "training/lr_schedule.hpp"
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"
 #include "training/plot.hpp"
+#include "training/rank_sum.hpp"
 #include "training/signals.hpp"
 
 namespace gpt2 {
 
+using training::check_save_folder;
+using training::checkpoint_path;
 using training::CheckpointInfo;
 using training::CheckpointOwner;
 using training::clear_stop_signal;
+using training::DivergenceWatch;
 using training::EngineOptions;
 using training::EvalMetrics;
 using training::format_bytes;
@@ -34,6 +39,7 @@ using training::StateMemory;
 using training::StepMetrics;
 using training::StepReport;
 using training::stop_signal;
+using training::TrainingDiverged;
 using training::write_plots;
 
 }  // namespace gpt2

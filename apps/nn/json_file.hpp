@@ -1,0 +1,14 @@
+// Reading a model's JSON configuration file, with messages that name it.
+#pragma once
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+namespace nn {
+
+/// The JSON value in @p file. Throws std::invalid_argument "WHAT FILE: cannot open the file"
+/// or "WHAT FILE: not valid JSON: ...".
+nlohmann::json read_json_file(const std::filesystem::path &file, const char *what);
+
+}  // namespace nn

@@ -1,0 +1,82 @@
+#include "trainer_main.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include "divergence.hpp"
+#include "signals.hpp"
+
+namespace training {
+
+AppWorld::AppWorld(const char *program, zrt_context_h context)
+    : program_(program), context_(context) {
+  zrt_context_comm(context, &comm_);
+  zrt_comm_rank(comm_, &rank_);
+  zrt_comm_size(comm_, &size_);
+}
+
+bool AppWorld::agreed(const std::function<void()> &part) const {
+  std::string error;
+  try {
+    part();
+  } catch (const std::exception &e) {
+    error = e.what();
+  }
+  int failed_rank = -1;
+  const zrt_status_t st = zrt_comm_agree_status(
+      comm_, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
+  // The lowest failing rank speaks; usually every rank failed alike (a bad option).
+  if (st != ZRT_SUCCESS && rank_ == failed_rank)
+    fmt::print(stderr, "{}: {}{}\n", program_, rank_ > 0 ? fmt::format("rank {}: ", rank_) : "",
+               error);
+  return st == ZRT_SUCCESS;
+}
+
+int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
+                 const std::function<void()> &before_context, const AppBody &body) {
+  // From the first line: a SIGUSR1 or SIGTERM during start-up (a long checkpoint load, say)
+  // is kept, and the run stops after its first step with a checkpoint, instead of dying.
+  install_stop_signals();
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  install_stop_signals();  // in case MPI's start-up set handlers of its own
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    // Every rank parses the same arguments; one message (or --help) is enough.
+    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  int rc = 0;
+  {
+    int kokkos_argc = 1;
+    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
+    before_context();
+    zrt_context_h ctx = nullptr;
+    if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
+      fmt::print(stderr, "{}: rank {}: {}\n", program, rank, zrt_last_error_message());
+      rc = 1;
+    } else {
+      try {
+        rc = body(AppWorld(program, ctx));
+      } catch (const TrainingDiverged &e) {
+        // Every rank stops at the same step (the skips are agreed): no collective is open.
+        if (rank == 0) fmt::print(stderr, "{}: {}\n", program, e.what());
+        rc = 1;
+      } catch (const std::exception &e) {
+        fmt::print(stderr, "{}: rank {}: {}\n", program, rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      zrt_finalize(ctx);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+}  // namespace training

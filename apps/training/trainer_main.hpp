@@ -1,0 +1,53 @@
+// The frame of a trainer program's main() (zrt-gpt2, zrt-bert): stop signals from the first
+// line, MPI, the options, Kokkos, zerort's context, set-up agreed across ranks, the run,
+// and the exit status a batch script acts on.
+#pragma once
+
+#include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace training {
+
+/// Exit status of a run stopped by SIGUSR1/SIGTERM with its checkpoint written: EX_TEMPFAIL,
+/// "try again later", so a batch script requeues the job, which then resumes.
+constexpr int kExitStopped = 75;
+
+/// The job as the program's body sees it.
+class AppWorld {
+ public:
+  AppWorld(const char *program, zrt_context_h context);
+  zrt_context_h context() const { return context_; }
+  zrt_comm_h comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Runs @p part, which may throw on bad input, and agrees across the ranks whether every
+  /// rank succeeded: a problem on one rank (a file missing on one node) stops every rank,
+  /// and the lowest failing rank prints "PROGRAM: [rank N: ]message". Collective.
+  bool agreed(const std::function<void()> &part) const;
+
+ private:
+  const char *program_;
+  zrt_context_h context_;
+  zrt_comm_h comm_ = nullptr;
+  int rank_ = 0, size_ = 1;
+};
+
+/// The body of main(): sets up (through AppWorld::agreed), trains, and returns the exit
+/// status (kExitStopped after a stop signal). A TrainingDiverged it throws ends the run with
+/// status 1 and rank 0's message; any other exception is printed with its rank and aborts
+/// the job, since other ranks may wait in a collective.
+using AppBody = std::function<int(const AppWorld &)>;
+
+/// Installs the stop signals, initializes MPI (MPI_THREAD_MULTIPLE), parses @p app on every
+/// rank (rank 0 prints help and errors), initializes Kokkos with the program's name only
+/// (the options are the program's; Kokkos' settings come from its environment), calls
+/// @p before_context (to set zerort's environment from the options, e.g. the emulated
+/// device), creates zerort's context over MPI_COMM_WORLD, runs @p body, and finalizes in
+/// reverse. Returns the exit status.
+int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
+                 const std::function<void()> &before_context, const AppBody &body);
+
+}  // namespace training
