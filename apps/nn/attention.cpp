@@ -9,26 +9,25 @@ namespace attention_detail {
 using Policy2 = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
 
 // Offsets into the head-major buffers.
-KOKKOS_INLINE_FUNCTION int64_t head_offset(AttentionShape s, int which, int b, int h) {
+// (Shapes by reference: AttentionShape holds a View, whose copy would count references
+// at every element.)
+KOKKOS_INLINE_FUNCTION int64_t head_offset(const AttentionShape &s, int which, int b, int h) {
   return ((int64_t(which) * s.B + b) * s.NH + h) * s.T * s.hs;  // (3, B, NH, T, hs)
 }
-KOKKOS_INLINE_FUNCTION int64_t scores_offset(AttentionShape s, int b, int h) {
+KOKKOS_INLINE_FUNCTION int64_t scores_offset(const AttentionShape &s, int b, int h) {
   return (int64_t(b) * s.NH + h) * s.T * s.T;  // (B, NH, T, T)
 }
 
-// Position of element (bt, j) of a (B*T, n*C) row-major tensor in head-major
-// (n, B, NH, T, hs) order.
-KOKKOS_INLINE_FUNCTION int64_t head_index(AttentionShape s, int bt, int j) {
-  const int C = s.NH * s.hs;
-  const int which = j / C, h = (j % C) / s.hs, i = j % s.hs;
-  return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs + i;
-}
-
-// The same for element (r, j) of a planar (n*B*T, C) tensor: block r / (B*T) is q, k or v.
-KOKKOS_INLINE_FUNCTION int64_t planar_head_index(AttentionShape s, int r, int j) {
+// Where head chunk c (hs contiguous elements from column c * hs) of row r of the
+// row-major input starts in head-major (n, B, NH, T, hs) order: rows (B*T, n*C) when
+// interleaved, (n*B*T, C) when planar (block r / (B*T) is q, k or v).
+KOKKOS_INLINE_FUNCTION int64_t chunk_offset(const AttentionShape &s, QkvLayout layout, int r,
+                                            int c) {
   const int BT = s.B * s.T;
-  const int which = r / BT, bt = r % BT, h = j / s.hs, i = j % s.hs;
-  return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs + i;
+  const int bt = layout == QkvLayout::planar ? r % BT : r;
+  const int which = layout == QkvLayout::planar ? r / BT : c / s.NH;
+  const int h = c % s.NH;
+  return head_offset(s, which, bt / s.T, h) + int64_t(bt % s.T) * s.hs;
 }
 
 // Keys row (b, h, t) of the scores attends to: 0 .. keys-1.
@@ -38,32 +37,34 @@ KOKKOS_INLINE_FUNCTION int attended_keys(const AttentionShape &s, int row) {
   return s.lengths(row / (s.NH * s.T));
 }
 
-// rows (B*T, n*C) or planar (n*B*T, C) -> heads (n, B, NH, T, hs)
+// rows (B*T, n*C) or planar (n*B*T, C) -> heads (n, B, NH, T, hs), a head's hs contiguous
+// elements at a time.
 template <class T>
 void to_heads(Vec<T> heads, CMat<T> rows, AttentionShape s, QkvLayout layout) {
-  const Policy2 all({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))});
-  if (layout == QkvLayout::planar)
-    Kokkos::parallel_for(
-        "attention_to_heads_planar", all,
-        KOKKOS_LAMBDA(int r, int j) { heads(planar_head_index(s, r, j)) = rows(r, j); });
-  else
-    Kokkos::parallel_for(
-        "attention_to_heads", all,
-        KOKKOS_LAMBDA(int bt, int j) { heads(head_index(s, bt, j)) = rows(bt, j); });
+  const int hs = s.hs;
+  Kokkos::parallel_for(
+      "attention_to_heads",
+      Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1)) / hs}),
+      KOKKOS_LAMBDA(int r, int c) {
+        T *to = heads.data() + chunk_offset(s, layout, r, c);
+        const T *from = &rows(r, c * hs);
+        for (int i = 0; i < hs; ++i)
+          to[i] = from[i];
+      });
 }
 
 // heads (n, B, NH, T, hs) -> rows (B*T, n*C) or planar (n*B*T, C)
 template <class T>
 void to_rows(Mat<T> rows, CVec<T> heads, AttentionShape s, QkvLayout layout) {
-  const Policy2 all({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1))});
-  if (layout == QkvLayout::planar)
-    Kokkos::parallel_for(
-        "attention_to_rows_planar", all,
-        KOKKOS_LAMBDA(int r, int j) { rows(r, j) = heads(planar_head_index(s, r, j)); });
-  else
-    Kokkos::parallel_for(
-        "attention_to_rows", all,
-        KOKKOS_LAMBDA(int bt, int j) { rows(bt, j) = heads(head_index(s, bt, j)); });
+  const int hs = s.hs;
+  Kokkos::parallel_for(
+      "attention_to_rows", Policy2({0, 0}, {int64_t(rows.extent(0)), int64_t(rows.extent(1)) / hs}),
+      KOKKOS_LAMBDA(int r, int c) {
+        const T *from = heads.data() + chunk_offset(s, layout, r, c);
+        T *to = &rows(r, c * hs);
+        for (int i = 0; i < hs; ++i)
+          to[i] = from[i];
+      });
 }
 
 }  // namespace attention_detail
