@@ -333,6 +333,23 @@ void Config::apply(const ConfigKey &key, std::string_view text, ConfigSource sou
   e.source = source;
 }
 
+namespace {
+
+// ZRT_* variables that zerort's programs, scripts and tests read for themselves: not
+// configuration keys, so the library leaves them alone rather than refusing them as
+// misspelt ones (an installed zrt-gpt2's ZRT_DATA_DIR, slurm/local-cluster's settings,
+// scripts/gpu-check's ZRT_TEST_REQUIRE_DEVICE, the fuzz corpus's folder).
+constexpr std::string_view kProgramVariables[] = {
+    "ZRT_DATA_DIR",   "ZRT_SLURM_DIR",           "ZRT_SLURM_PORT",
+    "ZRT_SLURM_CPUS", "ZRT_TEST_REQUIRE_DEVICE", "ZRT_FUZZ_TOKENIZER_DIR"};
+
+bool program_variable(std::string_view name) {
+  return std::find(std::begin(kProgramVariables), std::end(kProgramVariables), name) !=
+         std::end(kProgramVariables);
+}
+
+}  // namespace
+
 Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
                        const std::map<std::string, std::string> &params, char **env) {
   Config c;
@@ -348,6 +365,7 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
     size_t eq = entry.find('=');
     std::string name(entry.substr(0, eq));
     std::string value(eq == std::string_view::npos ? "" : entry.substr(eq + 1));
+    if (program_variable(name)) continue;
     const ConfigKey *key = schema.find_env(name);
     if (key == nullptr) {
       std::vector<std::string> hints = schema.suggest(name);

@@ -116,6 +116,18 @@ TEST(Config, AliasesAreAcceptedInTheFile) {
   EXPECT_EQ(c.get_int("comm.bucket"), 500000000);
 }
 
+TEST(Config, ProgramsOwnVariablesAreNotRefusedAsUnknownKeys) {
+  ConfigSchema s = test_schema();
+  Env programs({"ZRT_DATA_DIR=/data", "ZRT_SLURM_PORT=6917", "ZRT_TEST_REQUIRE_DEVICE=1"});
+  EXPECT_EQ(error_of([&] { Config::resolve(s, "", {}, programs.get()); }), "");
+  // A near miss of them is still an unknown key.
+  Env typo({"ZRT_DATA_DIRS=/data"});
+  EXPECT_NE(error_of([&] {
+              Config::resolve(s, "", {}, typo.get());
+            }).find("unknown environment variable ZRT_DATA_DIRS"),
+            std::string::npos);
+}
+
 TEST(Config, BadValueNamesKeyOriginAndAcceptedValues) {
   ConfigSchema s = test_schema();
   Env env({"ZRT_LOG_LEVEL=loud"});
