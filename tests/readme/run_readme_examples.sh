@@ -13,11 +13,19 @@ build=$(cd "$2" && pwd)
 src=$(cd "$(dirname "$readme")" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# A block that fails after starting the README's local Slurm must not leave it running.
+cleanup() {
+  if [ -n "${ZRT_SLURM_DIR:-}" ] && [ -d "$ZRT_SLURM_DIR" ]; then
+    "$src/slurm/local-cluster" stop > /dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 ln -s "$build" "$work/build"
 ln -s "$src/runtime" "$work/runtime"
 ln -s "$src/scripts" "$work/scripts"
 ln -s "$src/apps" "$work/apps"
+ln -s "$src/slurm" "$work/slurm"
 cd "$work"
 
 mode="" file="" command="" in_block=0 blocks=0 outputs=0

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The job scripts under a real Slurm (slurm/local-cluster, started by the ctest fixture):
+
+    run_slurm_tests.py CASE SOURCE_DIR BUILD_DIR
+
+CASE is one of:
+  selfcheck   srun --mpi=pmix -n 4 zrt-info: ranks and local ranks as Slurm set them, and
+              the self-check passes
+  gpt2        sbatch slurm/gpt2.sbatch with a small model to completion: exit code 0, the
+              log, the checkpoint, the metrics
+  bert        the same for slurm/bert.sbatch
+  operator    an operator's preemption: scancel --signal=USR1 --full mid-run; the job
+              checkpoints, exits 75, requeues itself, resumes and finishes, and its final
+              checkpoint (--deterministic) equals an uninterrupted job's (zrt-ckpt diff 0)
+Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
+to a scratch folder.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+case, src, build = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def cluster_env():
+    out = subprocess.run([os.path.join(src, "slurm", "local-cluster"), "env"],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"export SLURM_CONF=(\S+)", out)
+    env = dict(os.environ, SLURM_CONF=m.group(1), OPENBLAS_NUM_THREADS="1")
+    # The job scripts' GPU lines are neutralised here by sbatch's input variable, not by a
+    # copy of the script: this node has no GPUs.
+    env["SBATCH_GPUS_PER_NODE"] = "0"
+    return env
+
+
+env = cluster_env()
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=src, **kw)
+
+
+def job_fields(job):
+    out = sh(["scontrol", "-o", "show", "job", str(job)]).stdout
+    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+
+
+def wait_job(job, states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+                          "OUT_OF_MEMORY"), timeout=240, on_pending=None):
+    """Polls scontrol (sbatch --wait polls after 2, 8, 32 s) until the job ends."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        f = job_fields(job)
+        if f.get("JobState") in states:
+            return f
+        if on_pending and f.get("JobState") == "PENDING":
+            on_pending(f)
+        time.sleep(0.3)
+    return job_fields(job)
+
+
+def submit(script, run_dir, log, args, extra=()):
+    r = sh(["sbatch", "--parsable", "-N", "1", "--ntasks-per-node=2", "--cpus-per-task=1",
+            f"--output={log}", f"--export=ALL,GPT2_RUN_DIR={run_dir},BERT_RUN_DIR={run_dir}",
+            *extra, script] + args)
+    check(r.returncode == 0, f"sbatch {os.path.basename(script)} ({r.stderr.strip()})")
+    return int(r.stdout.strip().split(";")[0]) if r.returncode == 0 else None
+
+
+def read(path):
+    return open(path, errors="replace").read() if os.path.exists(path) else ""
+
+
+gpt2_args = ["--config", "d1", "--seq", "32", "--batch", "2", "--eval-batches", "1",
+             "--sample-every", "-1"]
+
+with tempfile.TemporaryDirectory() as tmp:
+    if case == "selfcheck":
+        r = sh(["srun", "--mpi=pmix", "-n", "4", os.path.join(build, "apps", "zrt-info"),
+                "--selfcheck"], timeout=120)
+        check(r.returncode == 0 and "self-check: all passed" in r.stdout,
+              f"srun -n 4 zrt-info --selfcheck passes ({r.returncode}) {r.stderr[-300:]}")
+        r = sh(["srun", "--mpi=pmix", "-n", "4", os.path.join(build, "apps", "zrt-info"),
+                "--json"], timeout=120)
+        ranks = json.loads(r.stdout)["ranks"] if r.returncode == 0 else []
+        check([x["rank"] for x in ranks] == [0, 1, 2, 3] and all(x["size"] == 4 for x in ranks),
+              "zrt-info sees ranks 0-3 of 4, as Slurm numbered the tasks")
+        check([x["topology"]["local_rank"] for x in ranks] == [0, 1, 2, 3] and
+              all(x["topology"]["local_size"] == 4 for x in ranks),
+              "local ranks 0-3 on the one node")
+        pus = [x["topology"]["binding"] for x in ranks]
+        check(all(x["topology"]["bound_pus"] == 1 for x in ranks) and len(set(pus)) == 2,
+              f"each rank bound to one PU, the 4 spread over the 2 (bindings {pus})")
+        ids = sh(["srun", "--mpi=pmix", "-n", "4", "sh", "-c",
+                  "echo $SLURM_PROCID $SLURM_LOCALID"], timeout=60).stdout.split("\n")
+        check(sorted(l for l in ids if l) == ["0 0", "1 1", "2 2", "3 3"],
+              "Slurm's own SLURM_PROCID/SLURM_LOCALID agree")
+
+    elif case in ("gpt2", "bert"):
+        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
+        if case == "gpt2":
+            args = gpt2_args + ["--steps", "4"]
+        else:
+            args = ["--config", "bert-tiny", "--seq", "32", "--batch", "4", "--eval-batches",
+                    "1", "--steps", "4"]
+        job = submit(os.path.join(src, "slurm", f"{case}.sbatch"), run_dir, log, args)
+        f = wait_job(job) if job else {}
+        text = read(log)
+        check(f.get("JobState") == "COMPLETED" and f.get("ExitCode") == "0:0",
+              f"the job completes with exit code 0 ({f.get('JobState')}, {f.get('ExitCode')})")
+        check(f"job {job} (restart 0) on 1 node(s), 2 task(s)" in text and "step 4/4" in text,
+              "the log holds the job line and the last step")
+        check(os.path.exists(os.path.join(run_dir, "checkpoint.h5")), "the checkpoint exists")
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        lines = [json.loads(l) for l in open(metrics)] if os.path.exists(metrics) else []
+        check(sum(1 for l in lines if l.get("type") == "step") == 4 and
+              any(l.get("type") == "end" and l.get("reason") == "done" for l in lines),
+              "the metrics hold 4 steps and the end")
+        if not all(os.path.exists(os.path.join(run_dir, f"{case}_{p}.png"))
+                   for p in ("loss", "memory")):
+            check(False, "the plots exist")
+        if failures:
+            print(text[-3000:])
+
+    elif case == "operator":
+        args = gpt2_args + ["--steps", "40", "--deterministic"]
+        script = os.path.join(src, "slurm", "gpt2.sbatch")
+        # The uninterrupted reference first.
+        ref_dir, ref_log = os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out")
+        job = submit(script, ref_dir, ref_log, args)
+        f = wait_job(job) if job else {}
+        check(f.get("JobState") == "COMPLETED", f"the uninterrupted job completes ({f.get('JobState')})")
+        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
+        job = submit(script, run_dir, log, args)
+        deadline = time.time() + 120
+        while job and time.time() < deadline and not re.search(r"^step +5/", read(log), re.M):
+            time.sleep(0.2)
+        r = sh(["scancel", "--signal=USR1", "--full", str(job)])
+        check(r.returncode == 0, "scancel --signal=USR1 --full")
+
+        # A requeued job waits out Slurm's start-time delay (about 2 minutes): the test starts
+        # it at once, as an operator could.
+        def hurry(fields):
+            if fields.get("Reason") == "BeginTime":
+                sh(["scontrol", "update", f"JobId={job}", "StartTime=now"])
+
+        f = wait_job(job, on_pending=hurry) if job else {}
+        text = read(log)
+        check(f.get("JobState") == "COMPLETED" and f.get("ExitCode") == "0:0",
+              f"the job completes after its requeue ({f.get('JobState')}, {f.get('ExitCode')})")
+        check(f.get("Restarts") == "1", f"Slurm restarted it once ({f.get('Restarts')})")
+        m = re.search(r"stopping after step (\d+): SIGUSR1 received", text)
+        check(m is not None, "the first run stopped on SIGUSR1 after a step")
+        check("checkpoint written; requeueing job" in text, "the script requeued the job")
+        check(m is not None and f"resumed from {run_dir}/checkpoint.h5 at step {m.group(1)}" in text,
+              "the restart resumed from the checkpoint at that step")
+        check(f"job {job} (restart 1)" in text and "step 40/40" in text,
+              "the restart ran to the last step")
+        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
+                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
+        check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
+              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        if failures:
+            print(text[-3000:])
+    else:
+        check(False, f"unknown case {case}")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
