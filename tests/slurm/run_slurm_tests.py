@@ -12,6 +12,8 @@ CASE is one of:
   operator    an operator's preemption: scancel --signal=USR1 --full mid-run; the job
               checkpoints, exits 75, requeues itself, resumes and finishes, and its final
               checkpoint (--deterministic) equals an uninterrupted job's (zrt-ckpt diff 0)
+  rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
+              limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
 to a scratch folder.
 """
@@ -127,6 +129,20 @@ with tempfile.TemporaryDirectory() as tmp:
         check(sum(1 for l in lines if l.get("type") == "step") == 4 and
               any(l.get("type") == "end" and l.get("reason") == "done" for l in lines),
               "the metrics hold 4 steps and the end")
+        run = next((l for l in lines if l.get("type") == "run"), {})
+        check(run.get("slurm", {}).get("job_id") == str(job) and
+              run["slurm"].get("nodelist") == "localhost",
+              f"the metrics' run record names the job and its nodes ({run.get('slurm')})")
+        meta = sh([os.path.join(build, "apps", "zrt-ckpt"), "inspect", "--json",
+                   os.path.join(run_dir, "checkpoint.h5")])
+        try:
+            metadata = json.loads(meta.stdout)["attributes"]["metadata"]
+            if isinstance(metadata, str):
+                metadata = json.loads(metadata)
+        except (ValueError, KeyError, TypeError):
+            metadata = {}
+        check(metadata.get("slurm", {}).get("job_id") == str(job),
+              f"the checkpoint's metadata names the job ({metadata.get('slurm')})")
         if not all(os.path.exists(os.path.join(run_dir, f"{case}_{p}.png"))
                    for p in ("loss", "memory")):
             check(False, "the plots exist")
@@ -150,10 +166,15 @@ with tempfile.TemporaryDirectory() as tmp:
         check(r.returncode == 0, "scancel --signal=USR1 --full")
 
         # A requeued job waits out Slurm's start-time delay (about 2 minutes): the test starts
-        # it at once, as an operator could.
+        # it 5 s after the requeue instead, as an operator could. (At once, slurmd may still be
+        # tearing down the first run's step, whose id the restart reuses, and the restart's
+        # launch fails.)
+        hurried = []
+
         def hurry(fields):
-            if fields.get("Reason") == "BeginTime":
-                sh(["scontrol", "update", f"JobId={job}", "StartTime=now"])
+            if fields.get("Reason") == "BeginTime" and not hurried:
+                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
+                hurried.append(True)
 
         f = wait_job(job, on_pending=hurry) if job else {}
         text = read(log)
@@ -171,6 +192,40 @@ with tempfile.TemporaryDirectory() as tmp:
                 os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
         check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
               f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        if failures:
+            print(text[-3000:])
+    elif case == "rankdeath":
+        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
+        job = submit(os.path.join(src, "slurm", "gpt2.sbatch"), run_dir, log,
+                     gpt2_args + ["--steps", "100000", "--seed", "4242"], extra=["--time=10"])
+        deadline = time.time() + 120
+        while job and time.time() < deadline and not re.search(r"^step +3/", read(log), re.M):
+            time.sleep(0.2)
+        # Task 1's process: the one whose environment says SLURM_PROCID=1 for this job.
+        victim = None
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
+                    b"SLURM_PROCID=1" in environ):
+                victim = int(pid)
+        check(victim is not None, "found task 1's process")
+        killed_at = time.time()
+        if victim:
+            os.kill(victim, 9)
+        f = wait_job(job, timeout=120) if job else {}
+        took = time.time() - killed_at
+        text = read(log)
+        check(f.get("JobState") == "FAILED" and f.get("ExitCode", "0:0") != "0:0",
+              f"Slurm records a failure ({f.get('JobState')}, exit code {f.get('ExitCode')})")
+        check(took < 60, f"the job ended {took:.0f} s after the kill (its limit: 10 minutes)")
+        check(re.search(r"task 1: Killed", text) is not None,
+              "the log names the task that died")
         if failures:
             print(text[-3000:])
     else:

@@ -14,6 +14,7 @@
 #include "text/vocabulary.hpp"
 #include "training/checkpoint_info.hpp"
 #include "training/divergence.hpp"
+#include "training/job_metadata.hpp"
 #include "training/rank_sum.hpp"
 #include "training/signals.hpp"
 
@@ -137,21 +138,22 @@ struct BertTrainer::Impl {
   }
 
   std::filesystem::path save(int64_t step) {
-    const nlohmann::json meta = {{"program", "zrt-bert"},
-                                 {"model", opt_.config.to_json()},
-                                 {"step", step},
-                                 {"micro_batches", step * accum_},
-                                 {"global_batch", global_batch_},
-                                 {"batch", opt_.batch},
-                                 {"seq", opt_.seq},
-                                 {"ranks", world_.size},
-                                 {"accumulation_steps", accum_},
-                                 {"steps", opt_.steps},
-                                 {"seed", opt_.seed},
-                                 {"data_seed", opt_.data_seed},
-                                 {"mask_prob", opt_.mask_prob},
-                                 {"max_predictions", train_->max_predictions()},
-                                 {"data", opt_.data_dir.string()}};
+    nlohmann::json meta = {{"program", "zrt-bert"},
+                           {"model", opt_.config.to_json()},
+                           {"step", step},
+                           {"micro_batches", step * accum_},
+                           {"global_batch", global_batch_},
+                           {"batch", opt_.batch},
+                           {"seq", opt_.seq},
+                           {"ranks", world_.size},
+                           {"accumulation_steps", accum_},
+                           {"steps", opt_.steps},
+                           {"seed", opt_.seed},
+                           {"data_seed", opt_.data_seed},
+                           {"mask_prob", opt_.mask_prob},
+                           {"max_predictions", train_->max_predictions()},
+                           {"data", opt_.data_dir.string()}};
+    meta.update(training::job_metadata());
     const auto t0 = Clock::now();
     state_.save(opt_.save_path.string(), meta.dump());
     const std::filesystem::path path = training::checkpoint_path(opt_.save_path, step);
@@ -368,6 +370,7 @@ struct BertTrainer::Impl {
                            {"model_states", state_.describe()},
                            {"mem_model_states", state_.memory().total()},
                            {"mem_model_states_stage0", state_.stage0_bytes()}};
+    info.update(training::job_metadata());
     log_.run(info);
     if (!lead_) return;
     fmt::print(

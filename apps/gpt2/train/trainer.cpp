@@ -14,6 +14,7 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
+#include "training/job_metadata.hpp"
 
 namespace gpt2 {
 namespace {
@@ -122,17 +123,18 @@ struct Trainer::Impl {
 
   // Writes a checkpoint after @p step. Collective.
   std::filesystem::path save(int64_t step) {
-    const nlohmann::json meta = {{"program", "zrt-gpt2"},
-                                 {"model", opt_.config.to_json()},
-                                 {"step", step},
-                                 {"micro_batches", micro_batches_},
-                                 {"batch", opt_.batch},
-                                 {"seq", opt_.seq},
-                                 {"ranks", world_.size},
-                                 {"accumulation_steps", opt_.optimizer.accumulation_steps},
-                                 {"steps", opt_.steps},
-                                 {"seed", opt_.seed},
-                                 {"data", opt_.data_dir.string()}};
+    nlohmann::json meta = {{"program", "zrt-gpt2"},
+                           {"model", opt_.config.to_json()},
+                           {"step", step},
+                           {"micro_batches", micro_batches_},
+                           {"batch", opt_.batch},
+                           {"seq", opt_.seq},
+                           {"ranks", world_.size},
+                           {"accumulation_steps", opt_.optimizer.accumulation_steps},
+                           {"steps", opt_.steps},
+                           {"seed", opt_.seed},
+                           {"data", opt_.data_dir.string()}};
+    meta.update(training::job_metadata());
     const auto t0 = Clock::now();
     state_.save(opt_.save_path.string(), meta.dump());
     const std::filesystem::path path = checkpoint_path(opt_.save_path, step);
@@ -286,6 +288,7 @@ struct Trainer::Impl {
                            {"model_states", state_.describe()},
                            {"mem_model_states", state_.memory().total()},
                            {"mem_model_states_stage0", state_.stage0_bytes()}};
+    info.update(training::job_metadata());
     log_.run(info);
     if (!lead_) return;
     fmt::print(
