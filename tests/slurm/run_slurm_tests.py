@@ -12,6 +12,9 @@ CASE is one of:
   operator    an operator's preemption: scancel --signal=USR1 --full mid-run; the job
               checkpoints, exits 75, requeues itself, resumes and finishes, and its final
               checkpoint (--deterministic) equals an uninterrupted job's (zrt-ckpt diff 0)
+  timelimit   preemption by the time limit: --time=1 --signal=USR1@55; the job receives the
+              signal, checkpoints, exits 75, requeues itself and resumes, as often as it
+              takes, and ends with an uninterrupted job's final checkpoint (zrt-ckpt diff 0)
   rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
               limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
@@ -194,6 +197,44 @@ with tempfile.TemporaryDirectory() as tmp:
               f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
         if failures:
             print(text[-3000:])
+    elif case == "timelimit":
+        # About 45 s of training; Slurm sends the signal 55 s before the 1-minute limit, give
+        # or take its 30 s check, so every run is cut short until the last.
+        args = gpt2_args + ["--steps", "1200", "--deterministic", "--log-every", "100"]
+        script = os.path.join(src, "slurm", "gpt2.sbatch")
+        ref_dir, ref_log = os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out")
+        ref = submit(script, ref_dir, ref_log, args)
+        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
+        job = submit(script, run_dir, log, args, extra=["--time=1", "--signal=USR1@55"])
+        hurried = set()
+
+        def hurry(fields):
+            # Each requeue once, 5 s on (see the operator case).
+            restarts = fields.get("Restarts")
+            if fields.get("Reason") == "BeginTime" and restarts not in hurried:
+                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
+                hurried.add(restarts)
+
+        f = wait_job(job, on_pending=hurry, timeout=540) if job else {}
+        r = wait_job(ref, timeout=120) if ref else {}
+        text = read(log)
+        stops = re.findall(r"stopping after step (\d+): SIGUSR1 received", text)
+        check(f.get("JobState") == "COMPLETED" and f.get("ExitCode") == "0:0",
+              f"the job completes ({f.get('JobState')}, {f.get('ExitCode')}, "
+              f"{f.get('Restarts')} restart(s))")
+        check(len(stops) >= 1 and int(f.get("Restarts", "0")) == len(stops),
+              f"each run cut short by the limit's signal was requeued (stops after steps "
+              f"{stops}, {f.get('Restarts')} restart(s))")
+        check(all(f"resumed from {run_dir}/checkpoint.h5 at step {s_}" in text for s_ in stops),
+              "each restart resumed where the previous run stopped")
+        check(r.get("JobState") == "COMPLETED", "the uninterrupted job completes")
+        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
+                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
+        check(d.returncode == 0, f"the final checkpoint equals the uninterrupted job's "
+              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        if failures:
+            print(text[-3000:])
+
     elif case == "rankdeath":
         run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
         job = submit(os.path.join(src, "slurm", "gpt2.sbatch"), run_dir, log,
