@@ -25,6 +25,7 @@
 #include "model/bert_layout.hpp"
 #include "train/bert_trainer.hpp"
 #include "training/cli_checks.hpp"
+#include "training/engine_cli.hpp"
 #include "training/engine_model_state.hpp"
 #include "training/trainer_main.hpp"
 
@@ -36,12 +37,8 @@ using training::kPositive;
 struct Cli {
   bert::BertTrainOptions train;
   std::string config = "bert-tiny";
-  int zero_stage = 2;
-  std::string dtype = "fp32";
+  training::EngineCli engine;  // --zero-stage, --dtype, --deterministic, --device, --bucket-mb
   std::string optimizer = "lamb";
-  bool deterministic = false;
-  std::string device = "host";
-  std::optional<double> bucket_mb;
   std::string data = (gpt2::data_root() / "bert" / "moby-dick").string();
   std::string vocab;
   double lr = 1e-3;
@@ -58,29 +55,12 @@ void add_options(CLI::App &app, Cli &c) {
                  "bert-medium (8/512), bert-base (12/768), bert-large (24/1024), or a JSON file "
                  "with Hugging Face's BertConfig keys")
       ->capture_default_str();
-  app.add_option("--zero-stage", c.zero_stage,
-                 "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
-                 "and parameters")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
-  app.add_option("--dtype", c.dtype,
-                 "parameters and gradients in the engine: fp32, or bf16 with fp32 master weights")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  c.engine.add_to(app);
   app.add_option("--optimizer", c.optimizer,
                  "lamb (BERT's large-batch optimizer: Adam with a per-tensor trust ratio) or "
                  "adamw")
       ->check(CLI::IsMember({"lamb", "adamw"}))
       ->capture_default_str();
-  app.add_flag("--deterministic", c.deterministic,
-               "reductions add in rank order: bitwise-identical results for every stage");
-  app.add_option("--device", c.device,
-                 "where the engine's buffers live: host, device, auto, or emulated (zerort's "
-                 "emulated device, for machines without a GPU)")
-      ->check(CLI::IsMember({"host", "device", "auto", "emulated"}))
-      ->capture_default_str();
-  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket size in MiB (default: zerort's)")
-      ->check(kPositive);
   app.add_option("--steps", t.steps, "optimizer steps")->check(kPositive)->capture_default_str();
   app.add_option("--batch", t.batch, "sequences per micro-step and rank")
       ->check(kPositive)
@@ -169,20 +149,6 @@ std::filesystem::path default_vocab(const std::filesystem::path &data) {
   return gpt2::data_root() / name;
 }
 
-training::EngineOptions engine_options(const Cli &c) {
-  training::EngineOptions e;
-  e.stage = c.zero_stage;
-  e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
-  e.deterministic = c.deterministic;
-  e.memory = c.device == "host"   ? ZRT_ENGINE_MEMORY_HOST
-             : c.device == "auto" ? ZRT_ENGINE_MEMORY_AUTO
-                                  : ZRT_ENGINE_MEMORY_DEVICE;
-  e.optimizer = c.train.optimizer;
-  e.lr = c.train.lr.max_lr;
-  if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
-  return e;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -195,9 +161,7 @@ int main(int argc, char **argv) {
   cli.train.optimizer.weight_decay = 0.01;
   CLI::App app{"zrt-bert: pretrain BERT (Kokkos) on zerort"};
   add_options(app, cli);
-  auto before_context = [&] {
-    if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
-  };
+  auto before_context = [&] { cli.engine.before_context(); };
   return training::trainer_main(
       argc, argv, "zrt-bert", app, before_context, [&](const training::AppWorld &job) {
         bert::World world{job.rank(), job.size(), job.comm()};
@@ -223,7 +187,8 @@ int main(int argc, char **argv) {
                 t.data_dir.string()));
         }) && job.agreed([&] {
           state = training::make_engine_model_state(
-              job.context(), bert::parameter_layout(cli.train.config), engine_options(cli));
+              job.context(), bert::parameter_layout(cli.train.config),
+              cli.engine.options(cli.train.optimizer, cli.train.lr.max_lr));
         }) && job.agreed([&] {
           trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world);
         });

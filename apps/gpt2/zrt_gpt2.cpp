@@ -25,6 +25,7 @@
 #include "train/trainer.hpp"
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
+#include "training/engine_cli.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -33,11 +34,7 @@ struct Cli {
   gpt2::TrainOptions train;
   std::string config = "d2";
   std::optional<int> n_layer, n_head, n_embd, vocab_size, n_positions;
-  int zero_stage = 2;
-  std::string dtype = "fp32";
-  bool deterministic = false;
-  std::string device = "host";
-  std::optional<double> bucket_mb;
+  training::EngineCli engine;  // --zero-stage, --dtype, --deterministic, --device, --bucket-mb
   std::string data = (gpt2::data_root() / "moby-dick").string();
   std::string data_format = "auto";
   std::string tokenizer;
@@ -53,34 +50,12 @@ void add_options(CLI::App &app, Cli &c) {
                  "channels: d2, d6, d12), or a JSON file (n_layer, n_head, n_embd, vocab_size, "
                  "n_positions; \"base\": NAME)")
       ->capture_default_str();
+  c.engine.add_to(app);
   app.add_option("--n-layer", c.n_layer, "override the number of layers");
   app.add_option("--n-head", c.n_head, "override the number of heads");
   app.add_option("--n-embd", c.n_embd, "override the channels");
   app.add_option("--vocab-size", c.vocab_size, "override the vocabulary size");
   app.add_option("--n-positions", c.n_positions, "override the context length");
-  app.add_option("--zero-stage", c.zero_stage,
-                 "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
-                 "and parameters")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
-  app.add_option("--dtype", c.dtype,
-                 "parameters and gradients in the engine: fp32, or bf16 with fp32 master "
-                 "weights (the model computes in fp32 either way)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
-  app.add_flag("--deterministic", c.deterministic,
-               "reductions add in rank order: bitwise-identical results for every stage and run "
-               "at a given number of ranks");
-  app.add_option("--device", c.device,
-                 "where the engine's buffers live: host; device (the rank's GPU: on a Kokkos "
-                 "build with CUDA the model computes on the engine's device buffers); auto "
-                 "(device when every rank has one); emulated (zerort's emulated device, for "
-                 "machines without a GPU)")
-      ->check(CLI::IsMember({"host", "device", "auto", "emulated"}))
-      ->capture_default_str();
-  app.add_option("--bucket-mb", c.bucket_mb,
-                 "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
-      ->check(training::kPositive);
   app.add_option("--steps", t.steps, "optimizer steps")
       ->check(training::kPositive)
       ->capture_default_str();
@@ -169,20 +144,6 @@ void add_options(CLI::App &app, Cli &c) {
                  "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
 }
 
-gpt2::EngineOptions engine_options(const Cli &c) {
-  gpt2::EngineOptions e;
-  e.stage = c.zero_stage;
-  e.dtype = c.dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
-  e.deterministic = c.deterministic;
-  e.memory = c.device == "host"   ? ZRT_ENGINE_MEMORY_HOST
-             : c.device == "auto" ? ZRT_ENGINE_MEMORY_AUTO
-                                  : ZRT_ENGINE_MEMORY_DEVICE;
-  e.optimizer = c.train.optimizer;
-  e.lr = c.train.lr.max_lr;
-  if (c.bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*c.bucket_mb * 1024 * 1024);
-  return e;
-}
-
 gpt2::Gpt2Config model_config(const Cli &c) {
   gpt2::Gpt2Config cfg = gpt2::Gpt2Config::from_name_or_file(c.config);
   if (c.n_layer) cfg.num_layers = *c.n_layer;
@@ -226,10 +187,7 @@ int main(int argc, char **argv) {
   Cli cli;
   CLI::App app{"zrt-gpt2: train GPT-2 (Kokkos) on zerort"};
   add_options(app, cli);
-  // The emulated device is a setting of the context (memory.device.emulate).
-  auto before_context = [&] {
-    if (cli.device == "emulated") setenv("ZRT_MEMORY_DEVICE_EMULATE", "1", 1);
-  };
+  auto before_context = [&] { cli.engine.before_context(); };
   return training::trainer_main(
       argc, argv, "zrt-gpt2", app, before_context, [&](const training::AppWorld &job) {
         gpt2::World world{job.rank(), job.size(), job.comm(), job.context()};
@@ -254,7 +212,8 @@ int main(int argc, char **argv) {
             // Collective: the engine agrees on its own errors, so every rank gets here.
             job.agreed([&] {
               state = gpt2::make_engine_model_state(
-                  job.context(), gpt2::parameter_layout(cli.train.config), engine_options(cli));
+                  job.context(), gpt2::parameter_layout(cli.train.config),
+                  cli.engine.options(cli.train.optimizer, cli.train.lr.max_lr));
             }) &&
             job.agreed(
                 [&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });

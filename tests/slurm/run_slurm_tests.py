@@ -15,6 +15,8 @@ CASE is one of:
   timelimit   preemption by the time limit: --time=1 --signal=USR1@55; the job receives the
               signal, checkpoints, exits 75, requeues itself and resumes, as often as it
               takes, and ends with an uninterrupted job's final checkpoint (zrt-ckpt diff 0)
+  badinput    jobs that cannot run fail at once with the reason in their log: data not
+              prepared, a --resume checkpoint of another model
   rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
               limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
@@ -75,9 +77,10 @@ def wait_job(job, states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
     return job_fields(job)
 
 
-def submit(script, run_dir, log, args, extra=()):
+def submit(script, run_dir, log, args, extra=(), exports=""):
     r = sh(["sbatch", "--parsable", "-N", "1", "--ntasks-per-node=2", "--cpus-per-task=1",
-            f"--output={log}", f"--export=ALL,GPT2_RUN_DIR={run_dir},BERT_RUN_DIR={run_dir}",
+            f"--output={log}",
+            f"--export=ALL,GPT2_RUN_DIR={run_dir},BERT_RUN_DIR={run_dir}{exports}",
             *extra, script] + args)
     check(r.returncode == 0, f"sbatch {os.path.basename(script)} ({r.stderr.strip()})")
     return int(r.stdout.strip().split(";")[0]) if r.returncode == 0 else None
@@ -234,6 +237,32 @@ with tempfile.TemporaryDirectory() as tmp:
               f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
         if failures:
             print(text[-3000:])
+
+    elif case == "badinput":
+        script = os.path.join(src, "slurm", "gpt2.sbatch")
+        # A checkpoint of d1 to resume a d2 run from.
+        d1_dir = os.path.join(tmp, "d1")
+        job = submit(script, d1_dir, os.path.join(tmp, "d1.out"), gpt2_args + ["--steps", "1"])
+        wait_job(job) if job else None
+        cases = [
+            ("data not prepared", ",GPT2_DATA=" + os.path.join(tmp, "none"),
+             gpt2_args + ["--steps", "1"], "cannot open"),
+            ("a checkpoint of another model", "", gpt2_args[2:] + [
+                "--config", "d2", "--steps", "1", "--resume",
+                os.path.join(d1_dir, "checkpoint.h5")], "the checkpoint is of another model"),
+        ]
+        for what, exports, args, words in cases:
+            log = os.path.join(tmp, what.replace(" ", "_") + ".out")
+            run_dir = os.path.join(tmp, what.replace(" ", "_"))
+            t0 = time.time()
+            job = submit(script, run_dir, log, args, exports=exports)
+            f = wait_job(job, timeout=120) if job else {}
+            text = read(log)
+            check(f.get("JobState") == "FAILED" and time.time() - t0 < 60,
+                  f"{what}: the job fails at once ({f.get('JobState')} after "
+                  f"{time.time() - t0:.0f} s)")
+            check(words in text, f"{what}: its log says '{words}'")
+            check("step 1/" not in text, f"{what}: nothing trained")
 
     elif case == "rankdeath":
         run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
