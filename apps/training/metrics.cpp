@@ -49,6 +49,22 @@ std::string format_bytes(int64_t bytes) {
   return text;
 }
 
+std::string state_memory_breakdown(const StateMemory &m, int64_t stage0_bytes,
+                                   const std::string &optimizer_label) {
+  return fmt::format(
+      "{} (parameters {}, gradients {}, master weights {}, {} {}, buckets {}); stage 0 would "
+      "hold {}",
+      format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
+      format_bytes(m.master_weights), optimizer_label, format_bytes(m.optimizer_state),
+      format_bytes(m.buckets), format_bytes(stage0_bytes));
+}
+
+std::string state_memory_summary(const StateMemory &m, int64_t stage0_bytes) {
+  return fmt::format("{} ({} + {} of reduction buckets; stage 0 would hold {})",
+                     format_bytes(m.total()), format_bytes(m.total() - m.buckets),
+                     format_bytes(m.buckets), format_bytes(stage0_bytes));
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = static_cast<int64_t>(std::llround(seconds));

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model_state.hpp"
+
 namespace training {
 
 struct StepMetrics {
@@ -51,6 +53,15 @@ int64_t peak_resident_bytes();
 
 /// "1.5 GiB", "312 MiB", "12 KiB": zerort's own wording (zrt_format_bytes)
 std::string format_bytes(int64_t bytes);
+/// The model states' lines both trainers print:
+///   breakdown: "133 MiB (parameters 26.6 MiB, gradients 26.6 MiB, master weights 0 B,
+///               AdamW 53.1 MiB, buckets 26.6 MiB); stage 0 would hold 106 MiB"
+///   summary:   "133 MiB (106 MiB + 26.6 MiB of reduction buckets; stage 0 would hold 106 MiB)"
+/// @p optimizer_label names the optimizer state ("AdamW", "optimizer").
+std::string state_memory_breakdown(const StateMemory &m, int64_t stage0_bytes,
+                                   const std::string &optimizer_label);
+std::string state_memory_summary(const StateMemory &m, int64_t stage0_bytes);
+
 /// "1:02:03", "4:05"
 std::string format_duration(double seconds);
 

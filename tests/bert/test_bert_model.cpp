@@ -15,6 +15,7 @@
 #include <string>
 
 #include "device_buffer.hpp"
+#include "host_grad.hpp"
 #include "model/bert_model.hpp"
 #include "nn/local_parameter_store.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 
 using nn::LocalParameterStore;
 using nn::Unmanaged;
+using nn::test::host_grad;
 
 // A model small enough for finite differences over every tensor.
 BertConfig tiny() {
@@ -56,16 +58,6 @@ HostBatch random_batch(const std::vector<int> &lengths, int T, int vocab, uint64
     h.nsp_labels.push_back(static_cast<int>(rng() % 2));
   }
   return h;
-}
-
-template <class T>
-std::vector<T> host_grad(LocalParameterStore<T> &store, int id) {
-  const size_t n = static_cast<size_t>(store.tensors()[static_cast<size_t>(id)].numel());
-  std::vector<T> out(n);
-  auto src =
-      Kokkos::subview(store.grads_flat(), std::make_pair(store.offset(id), store.offset(id + 1)));
-  Kokkos::deep_copy(Kokkos::View<T *, Kokkos::HostSpace, Unmanaged>(out.data(), n), src);
-  return out;
 }
 
 TEST(BertModel, GradientsMatchFiniteDifferencesForEveryTensor) {

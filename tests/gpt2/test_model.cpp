@@ -16,6 +16,7 @@
 
 #include "device_buffer.hpp"
 #include "gradient_check.hpp"
+#include "host_grad.hpp"
 #include "model/gpt2_model.hpp"
 #include "nn/local_parameter_store.hpp"
 
@@ -31,16 +32,6 @@ std::vector<int> random_tokens(size_t n, int vocab, uint64_t seed) {
   for (int &v : t)
     v = u(rng);
   return t;
-}
-
-template <class T>
-std::vector<T> host_grad(LocalParameterStore<T> &store, int id) {
-  const size_t n = static_cast<size_t>(store.tensors()[static_cast<size_t>(id)].numel());
-  std::vector<T> out(n);
-  auto src =
-      Kokkos::subview(store.grads_flat(), std::make_pair(store.offset(id), store.offset(id + 1)));
-  Kokkos::deep_copy(Kokkos::View<T *, Kokkos::HostSpace, Unmanaged>(out.data(), n), src);
-  return out;
 }
 
 TEST(Model, GradientMatchesFiniteDifferences) {

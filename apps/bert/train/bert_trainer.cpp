@@ -279,13 +279,9 @@ struct BertTrainer::Impl {
     result.stage0_bytes = state_.stage0_bytes();
     result.activation_bytes = acts_->bytes();
     if (lead_)
-      fmt::print(
-          "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
-          "{}), activations {}, peak resident {}\n",
-          format_bytes(result.memory.total()),
-          format_bytes(result.memory.total() - result.memory.buckets),
-          format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
-          format_bytes(acts_->bytes()), format_bytes(training::peak_resident_bytes()));
+      fmt::print("memory per rank: model states {}, activations {}, peak resident {}\n",
+                 training::state_memory_summary(result.memory, result.stage0_bytes),
+                 format_bytes(acts_->bytes()), format_bytes(training::peak_resident_bytes()));
     if (opt_.plot && world_.rank == 0) {
       try {
         result.plots = training::write_plots(
@@ -395,12 +391,8 @@ struct BertTrainer::Impl {
         lr_.decay == training::LrDecay::polynomial ? "linear" : "cosine", lr_.min_lr);
     fmt::print("model states: {}\n", state_.describe());
     const training::StateMemory mem = state_.memory();
-    fmt::print(
-        "model states per rank: {} (parameters {}, gradients {}, master weights {}, optimizer "
-        "{}, buckets {}); stage 0 would hold {}\n",
-        format_bytes(mem.total()), format_bytes(mem.parameters), format_bytes(mem.gradients),
-        format_bytes(mem.master_weights), format_bytes(mem.optimizer_state),
-        format_bytes(mem.buckets), format_bytes(state_.stage0_bytes()));
+    fmt::print("model states per rank: {}\n",
+               training::state_memory_breakdown(mem, state_.stage0_bytes(), "optimizer"));
     std::fflush(stdout);
   }
 

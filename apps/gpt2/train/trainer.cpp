@@ -240,11 +240,8 @@ struct Trainer::Impl {
     result.offloaded_activation_bytes = acts_.offloaded().peak_offloaded;
     if (lead_)
       fmt::print(
-          "memory per rank: model states {} ({} + {} of reduction buckets; stage 0 would hold "
-          "{}), activations {}{}{}, peak resident {}\n",
-          format_bytes(result.memory.total()),
-          format_bytes(result.memory.total() - result.memory.buckets),
-          format_bytes(result.memory.buckets), format_bytes(result.stage0_bytes),
+          "memory per rank: model states {}, activations {}{}{}, peak resident {}\n",
+          training::state_memory_summary(result.memory, result.stage0_bytes),
           format_bytes(acts_.bytes()), offload_note(),
           sample_bytes_ > 0 ? fmt::format(" + {} for sampling", format_bytes(sample_bytes_)) : "",
           format_bytes(peak_resident_bytes()));
@@ -314,12 +311,8 @@ struct Trainer::Impl {
             : std::string("activations kept (offload moves none: the last two blocks stay)"));
     fmt::print("model states: {}\n", state_.describe());
     const StateMemory mem = state_.memory();
-    fmt::print(
-        "model states per rank: {} (parameters {}, gradients {}, master weights {}, AdamW {}, "
-        "buckets {}); stage 0 would hold {}\n",
-        format_bytes(mem.total()), format_bytes(mem.parameters), format_bytes(mem.gradients),
-        format_bytes(mem.master_weights), format_bytes(mem.optimizer_state),
-        format_bytes(mem.buckets), format_bytes(state_.stage0_bytes()));
+    fmt::print("model states per rank: {}\n",
+               training::state_memory_breakdown(mem, state_.stage0_bytes(), "AdamW"));
     std::fflush(stdout);
   }
 
