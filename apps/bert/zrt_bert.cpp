@@ -27,6 +27,7 @@
 #include "training/cli_checks.hpp"
 #include "training/engine_cli.hpp"
 #include "training/engine_model_state.hpp"
+#include "training/global_batch.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -46,6 +47,7 @@ struct Cli {
   std::optional<int64_t> warmup;
   double power = 1.0;
   std::string save, resume;
+  std::optional<int64_t> global_batch;
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -68,9 +70,11 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--seq", t.seq, "tokens per sequence, [CLS] and [SEP]s included (at least 8)")
       ->check(CLI::Range(8, 1 << 20))
       ->capture_default_str();
-  app.add_option("--grad-accum", t.optimizer.accumulation_steps, "micro-steps per optimizer step")
-      ->check(kPositive)
-      ->capture_default_str();
+  CLI::Option *grad_accum = app.add_option("--grad-accum", t.optimizer.accumulation_steps,
+                                           "micro-steps per optimizer step")
+                                ->check(kPositive)
+                                ->capture_default_str();
+  training::add_global_batch_option(app, c.global_batch, grad_accum);
   app.add_option("--lr", c.lr, "peak learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--min-lr-frac", c.min_lr_frac,
                  "final learning rate, as a share of --lr (BERT decays to 0)")
@@ -170,6 +174,9 @@ int main(int argc, char **argv) {
         const bool ready = job.agreed([&] {
           bert::BertTrainOptions &t = cli.train;
           t.config = bert::BertConfig::from_name_or_file(cli.config);
+          if (cli.global_batch)
+            t.optimizer.accumulation_steps =
+                training::accumulation_for_global_batch(*cli.global_batch, t.batch, job.size());
           t.data_dir = cli.data;
           t.vocab_path =
               cli.vocab.empty() ? default_vocab(cli.data) : std::filesystem::path(cli.vocab);

@@ -26,6 +26,7 @@
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
 #include "training/engine_cli.hpp"
+#include "training/global_batch.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -41,6 +42,7 @@ struct Cli {
   std::optional<double> lr;
   double min_lr_frac = 0.1;
   std::string save, resume;
+  std::optional<int64_t> global_batch;
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -65,9 +67,11 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--seq", t.seq, "tokens per sequence")
       ->check(training::kPositive)
       ->capture_default_str();
-  app.add_option("--grad-accum", t.optimizer.accumulation_steps, "micro-steps per optimizer step")
-      ->check(training::kPositive)
-      ->capture_default_str();
+  CLI::Option *grad_accum = app.add_option("--grad-accum", t.optimizer.accumulation_steps,
+                                           "micro-steps per optimizer step")
+                                ->check(training::kPositive)
+                                ->capture_default_str();
+  training::add_global_batch_option(app, c.global_batch, grad_accum);
   app.add_option("--lr", c.lr,
                  "peak learning rate (default by width, as GPT-3: 6e-4 for 768 channels, 1e-3 "
                  "up to 512, 3e-3 up to 256)")
@@ -197,6 +201,9 @@ int main(int argc, char **argv) {
         const bool ready =
             job.agreed([&] {
               cli.train.config = model_config(cli);
+              if (cli.global_batch)
+                cli.train.optimizer.accumulation_steps = training::accumulation_for_global_batch(
+                    *cli.global_batch, cli.train.batch, job.size());
               cli.train.data_dir = cli.data;
               cli.train.save_path = cli.save;
               cli.train.resume_path = cli.resume;

@@ -85,6 +85,9 @@ with tempfile.TemporaryDirectory() as tmp:
             "GPT-2 (llm.c) token file", "GPT-2's data")
     refused(small + ["--steps", "1", "--vocab", os.path.join(tmp, "none.txt")], "none.txt",
             "a missing vocabulary")
+    refused(small + ["--steps", "1", "--global-batch", "6"],
+            "--global-batch 6 does not split into 1 rank(s) x --batch 4", "a global batch that "
+            "does not split")
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
         json.dump({"base": "bert-tiny", "num_hiden_layers": 3}, f)
