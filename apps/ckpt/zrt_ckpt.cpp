@@ -1,7 +1,7 @@
 // zrt-ckpt: look inside zerort checkpoints, check them, compare them, and move weights in
 // and out of them (safetensors for PyTorch and Hugging Face users).
 //
-//   zrt-ckpt inspect FILE [--json]
+//   zrt-ckpt inspect FILE [--json] [--attributes]
 //   zrt-ckpt verify FILE
 //   zrt-ckpt diff A B
 //   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
@@ -82,12 +82,14 @@ std::string shape_text(const zrt_checkpoint_tensor_t &t) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
-int inspect(const std::string &path, bool json) {
+/// @p attributes_only: the attributes without the table, reading no tensor (a glance at a
+/// large file, or a script that wants the step).
+int inspect(const std::string &path, bool json, bool attributes_only) {
   nlohmann::json d = describe(path);
   Reader r(path);
   nlohmann::json rows = nlohmann::json::array();
   std::vector<std::string> bad;  // tensors whose checksum does not match
-  for (int i = 0; i < r.count(); ++i) {
+  for (int i = 0; i < (attributes_only ? 0 : r.count()); ++i) {
     zrt_checkpoint_tensor_t t = r.tensor(i);
     std::vector<float> v = r.read(i);
     double sq = 0;
@@ -110,8 +112,9 @@ int inspect(const std::string &path, bool json) {
     return 1;
   };
   if (json) {
-    fmt::print("{}\n",
-               nlohmann::json{{"file", path}, {"attributes", d}, {"tensors", rows}}.dump(2));
+    nlohmann::json out{{"file", path}, {"attributes", d}};
+    if (!attributes_only) out["tensors"] = rows;
+    fmt::print("{}\n", out.dump(2));
     return verdict();
   }
   const int stage = d.value("stage", -1), world = d.value("world_size", 0);
@@ -124,6 +127,7 @@ int inspect(const std::string &path, bool json) {
              saved, d.value("compute_dtype", "?"), d.value("optimizer_state", "?"));
   if (d.contains("metadata") && !d["metadata"].empty())
     fmt::print("metadata: {}\n", d["metadata"].dump());
+  if (attributes_only) return 0;
   size_t width = 6;
   for (const auto &row : rows)
     width = std::max(width, row["tensor"].get<std::string>().size());
@@ -272,11 +276,13 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   std::string file, other, format, output, dtype = "fp32";
   std::vector<std::string> renames;
-  bool json = false;
+  bool json = false, attributes_only = false;
   auto *inspect_cmd =
       app.add_subcommand("inspect", "attributes and a table of tensors, norms, checksums");
   inspect_cmd->add_option("file", file, "checkpoint")->required();
   inspect_cmd->add_flag("--json", json, "JSON instead of a table");
+  inspect_cmd->add_flag("--attributes", attributes_only,
+                        "the attributes only, without reading the tensors (quick on a large file)");
   auto *verify_cmd = app.add_subcommand(
       "verify", "recompute every checksum and look for NaN and Inf (exit 1 on either)");
   verify_cmd->add_option("file", file, "checkpoint")->required();
@@ -300,7 +306,7 @@ int main(int argc, char **argv) {
   import_cmd->add_option("--rename", renames, "FROM=TO: replace a name prefix (repeatable)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*inspect_cmd) return inspect(file, json);
+    if (*inspect_cmd) return inspect(file, json, attributes_only);
     if (*verify_cmd) return verify(file);
     if (*diff_cmd) return diff(file, other);
     if (*export_cmd) return export_file(file, format, output, dtype);

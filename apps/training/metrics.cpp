@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace training {
 namespace {
@@ -72,16 +73,69 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-MetricsLog::MetricsLog(const std::filesystem::path &path) {
+MetricsLog::MetricsLog(const std::filesystem::path &path) : path_(path) {
   if (path.empty()) return;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  out_.open(path, std::ios::trunc);
-  if (!out_)
+  // Checked now, on bad input, not at the first step; emptied (or continued) then.
+  std::ofstream probe(path, std::ios::app);
+  if (!probe)
     throw std::runtime_error(fmt::format("--json-metrics {}: cannot create", path.string()));
 }
 
+void MetricsLog::resumed_at(int64_t step) {
+  if (path_.empty() || opened_) return;
+  std::vector<std::string> kept;
+  int64_t unreadable = 0;
+  {
+    std::ifstream in(path_);
+    std::string text;
+    while (std::getline(in, text)) {
+      nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+      if (line.is_discarded() || !line.is_object()) {
+        ++unreadable;  // a line cut short by a killed run
+        continue;
+      }
+      const std::string type = line.value("type", "");
+      const int64_t at = line.value("step", int64_t{0});
+      if ((type == "step" || type == "eval" || type == "sample") && at > step) continue;
+      if (type == "step") {
+        StepMetrics m;
+        m.step = at;
+        m.loss = line.value("loss", 0.0);
+        m.lr = line.value("lr", 0.0);
+        m.grad_norm = line.value("grad_norm", 0.0);
+        m.seconds = line.value("ms", 0.0) / 1e3;
+        m.tokens_per_s = line.value("tokens_per_s", 0.0);
+        m.mem_model_states = line.value("mem_model_states", int64_t{0});
+        m.mem_activations = line.value("mem_activations", int64_t{0});
+        m.mem_activations_offloaded = line.value("mem_activations_offloaded", int64_t{0});
+        m.mem_activations_sampling = line.value("mem_activations_sampling", int64_t{0});
+        m.mem_rss = line.value("mem_rss", int64_t{0});
+        m.mem_peak_rss = line.value("mem_peak_rss", int64_t{0});
+        steps_.push_back(m);
+      } else if (type == "eval") {
+        evals_.push_back({at, line.value("val_loss", 0.0), nlohmann::json::object()});
+      }
+      kept.push_back(text);
+    }
+  }
+  out_.open(path_, std::ios::trunc);
+  opened_ = true;
+  for (const std::string &text : kept)
+    out_ << text << '\n';
+  if (unreadable > 0)
+    fmt::print(stderr,
+               "note: --json-metrics {}: {} unreadable line(s) of an earlier run left out\n",
+               path_.string(), unreadable);
+  out_.flush();
+}
+
 void MetricsLog::write(const nlohmann::json &line) {
-  if (!out_.is_open()) return;
+  if (path_.empty()) return;
+  if (!opened_) {
+    out_.open(path_, std::ios::trunc);
+    opened_ = true;
+  }
   // Sample text may end inside a UTF-8 character: replace invalid bytes rather than throw.
   out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();  // readable while training runs (tail -f, a dashboard)

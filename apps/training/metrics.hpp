@@ -8,7 +8,9 @@
 //   {"type":"sample", "step", "text"}
 //   {"type":"end", "steps", "reason", ...}
 // Memory figures are this rank's (rank 0's in the files), model states by the ZeRO
-// accounting of the store that holds them.
+// accounting of the store that holds them. A resumed run continues the file (a requeued
+// job keeps one file for all its runs): its records up to the checkpoint's step stay, those
+// of steps after it (trained again now) go, and each run adds its "run" and "end" records.
 #pragma once
 
 #include <cstdint>
@@ -67,8 +69,14 @@ std::string format_duration(double seconds);
 
 class MetricsLog {
  public:
-  /// @p path empty: no file. Throws std::runtime_error if the file cannot be created.
+  /// @p path empty: no file. Throws std::runtime_error if the file cannot be created. The
+  /// file is replaced at the first record, unless resumed_at() came first.
   explicit MetricsLog(const std::filesystem::path &path);
+
+  /// The run continues from a checkpoint at @p step: the file keeps the records of earlier
+  /// runs up to that step, and steps() and evals() start with them (the plots then show the
+  /// whole job). Records the file cannot be read as are left out, saying how many.
+  void resumed_at(int64_t step);
 
   void run(const nlohmann::json &info);
   void step(const StepMetrics &m);
@@ -82,6 +90,8 @@ class MetricsLog {
  private:
   void write(const nlohmann::json &line);
 
+  std::filesystem::path path_;
+  bool opened_ = false;
   std::ofstream out_;
   std::vector<StepMetrics> steps_;
   std::vector<EvalMetrics> evals_;

@@ -15,6 +15,10 @@ grep -q "params/w .*ok" "$dir/inspect.txt" || fail "inspect does not list params
 grep -q "optimizer/exp_avg/w" "$dir/inspect.txt" || fail "inspect does not list the optimizer state"
 "$ckpt" inspect --json "$dir/model.h5" > "$dir/inspect.json"
 grep -q '"checksum": "ok"' "$dir/inspect.json" || fail "inspect --json"
+# --attributes: the header alone, no table (the job scripts read the step from it).
+"$ckpt" inspect --attributes "$dir/model.h5" > "$dir/attributes.txt"
+grep -q ", step [0-9]*, saved at stage" "$dir/attributes.txt" || fail "inspect --attributes: no step"
+grep -q "params/w" "$dir/attributes.txt" && fail "inspect --attributes lists tensors"
 "$ckpt" verify "$dir/model.h5" || fail "verify of a good file"
 
 "$ckpt" export "$dir/model.h5" --format safetensors -o "$dir/model.safetensors"

@@ -16,7 +16,13 @@ CASE is one of:
               signal, checkpoints, exits 75, requeues itself and resumes, as often as it
               takes, and ends with an uninterrupted job's final checkpoint (zrt-ckpt diff 0)
   badinput    jobs that cannot run fail at once with the reason in their log: data not
-              prepared, a --resume checkpoint of another model
+              prepared, a --resume checkpoint of another model, more tasks than the global
+              batch splits into, a template argument without its value
+  bertoperator  the operator case for slurm/bert.sbatch
+  requeue     scontrol requeue mid-run (SIGTERM): the job checkpoints, restarts, resumes and
+              ends with an uninterrupted job's checkpoint
+  requeuecap  a program that fails after its checkpoint: requeued once, then the job stops
+              because it failed the same way twice, saying so
   rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
               limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
@@ -77,21 +83,25 @@ def wait_job(job, states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
     return job_fields(job)
 
 
-def submit(script, run_dir, log, args, extra=(), exports=""):
+def submit(script, out, log, args, extra=(), exports=""):
+    """sbatch SCRIPT with its named arguments --out OUT and ARGS; returns the job id and the
+    job's folder (OUT/NAME-JOBID)."""
     r = sh(["sbatch", "--parsable", "-N", "1", "--ntasks-per-node=2", "--cpus-per-task=1",
-            f"--output={log}",
-            f"--export=ALL,GPT2_RUN_DIR={run_dir},BERT_RUN_DIR={run_dir}{exports}",
-            *extra, script] + args)
+            f"--output={log}", f"--export=ALL{exports}", *extra, script, "--out", out] + args)
     check(r.returncode == 0, f"sbatch {os.path.basename(script)} ({r.stderr.strip()})")
-    return int(r.stdout.strip().split(";")[0]) if r.returncode == 0 else None
+    if r.returncode != 0:
+        return None, os.path.join(out, "none")
+    job = int(r.stdout.strip().split(";")[0])
+    return job, os.path.join(out, os.path.basename(script).split(".")[0] + f"-{job}")
 
 
 def read(path):
     return open(path, errors="replace").read() if os.path.exists(path) else ""
 
 
-gpt2_args = ["--config", "d1", "--seq", "32", "--batch", "2", "--eval-batches", "1",
+gpt2_args = ["--model", "d1", "--seq", "32", "--batch", "2", "--eval-batches", "1",
              "--sample-every", "-1"]
+bert_args = ["--model", "bert-tiny", "--seq", "32", "--batch", "4", "--eval-batches", "1"]
 
 with tempfile.TemporaryDirectory() as tmp:
     if case == "selfcheck":
@@ -116,20 +126,25 @@ with tempfile.TemporaryDirectory() as tmp:
               "Slurm's own SLURM_PROCID/SLURM_LOCALID agree")
 
     elif case in ("gpt2", "bert"):
-        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
+        out, log = os.path.join(tmp, "runs"), os.path.join(tmp, "job.out")
         if case == "gpt2":
             args = gpt2_args + ["--steps", "4"]
         else:
-            args = ["--config", "bert-tiny", "--seq", "32", "--batch", "4", "--eval-batches",
-                    "1", "--steps", "4"]
-        job = submit(os.path.join(src, "slurm", f"{case}.sbatch"), run_dir, log, args)
+            args = bert_args + ["--steps", "4"]
+        job, run_dir = submit(os.path.join(src, "slurm", f"{case}.sbatch"), out, log, args)
         f = wait_job(job) if job else {}
         text = read(log)
         check(f.get("JobState") == "COMPLETED" and f.get("ExitCode") == "0:0",
               f"the job completes with exit code 0 ({f.get('JobState')}, {f.get('ExitCode')})")
         check(f"job {job} (restart 0) on 1 node(s), 2 task(s)" in text and "step 4/4" in text,
               "the log holds the job line and the last step")
-        check(os.path.exists(os.path.join(run_dir, "checkpoint.h5")), "the checkpoint exists")
+        check(os.path.exists(os.path.join(run_dir, "checkpoint.h5")),
+              f"the checkpoint exists in the job's folder {os.path.basename(run_dir)}")
+        check(os.path.realpath(os.path.join(run_dir, "job.out")) == os.path.realpath(log),
+              "the job's folder links to its log")
+        check(read(os.path.join(run_dir, "attempts")).strip() ==
+              "restart 0 status 0 progress progress checkpoint step 4",
+              f"the job's folder records the run ({read(os.path.join(run_dir, 'attempts')).strip()})")
         metrics = os.path.join(run_dir, "metrics.jsonl")
         lines = [json.loads(l) for l in open(metrics)] if os.path.exists(metrics) else []
         check(sum(1 for l in lines if l.get("type") == "step") == 4 and
@@ -155,16 +170,17 @@ with tempfile.TemporaryDirectory() as tmp:
         if failures:
             print(text[-3000:])
 
-    elif case == "operator":
-        args = gpt2_args + ["--steps", "40", "--deterministic"]
-        script = os.path.join(src, "slurm", "gpt2.sbatch")
+    elif case in ("operator", "bertoperator"):
+        model = "bert" if case == "bertoperator" else "gpt2"
+        args = (bert_args if model == "bert" else gpt2_args) + ["--steps", "40", "--deterministic"]
+        script = os.path.join(src, "slurm", f"{model}.sbatch")
         # The uninterrupted reference first.
-        ref_dir, ref_log = os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out")
-        job = submit(script, ref_dir, ref_log, args)
+        ref_log = os.path.join(tmp, "ref.out")
+        job, ref_dir = submit(script, os.path.join(tmp, "ref"), ref_log, args)
         f = wait_job(job) if job else {}
         check(f.get("JobState") == "COMPLETED", f"the uninterrupted job completes ({f.get('JobState')})")
-        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
-        job = submit(script, run_dir, log, args)
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(script, os.path.join(tmp, "runs"), log, args)
         deadline = time.time() + 120
         while job and time.time() < deadline and not re.search(r"^step +5/", read(log), re.M):
             time.sleep(0.2)
@@ -194,6 +210,11 @@ with tempfile.TemporaryDirectory() as tmp:
               "the restart resumed from the checkpoint at that step")
         check(f"job {job} (restart 1)" in text and "step 40/40" in text,
               "the restart ran to the last step")
+        records = [json.loads(l) for l in read(os.path.join(run_dir, "metrics.jsonl")).splitlines()]
+        steps = [r["step"] for r in records if r.get("type") == "step"]
+        check(steps == list(range(1, 41)) and
+              [r.get("type") for r in records].count("run") == 2,
+              f"the job's metrics hold both runs, steps 1-40 once each ({len(steps)} steps)")
         d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
                 os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
         check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
@@ -205,10 +226,10 @@ with tempfile.TemporaryDirectory() as tmp:
         # or take its 30 s check, so every run is cut short until the last.
         args = gpt2_args + ["--steps", "1200", "--deterministic", "--log-every", "100"]
         script = os.path.join(src, "slurm", "gpt2.sbatch")
-        ref_dir, ref_log = os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out")
-        ref = submit(script, ref_dir, ref_log, args)
-        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
-        job = submit(script, run_dir, log, args, extra=["--time=1", "--signal=USR1@55"])
+        ref, ref_dir = submit(script, os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out"), args)
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(script, os.path.join(tmp, "runs"), log, args,
+                              extra=["--time=1", "--signal=USR1@55"])
         hurried = set()
 
         def hurry(fields):
@@ -245,21 +266,24 @@ with tempfile.TemporaryDirectory() as tmp:
     elif case == "badinput":
         script = os.path.join(src, "slurm", "gpt2.sbatch")
         # A checkpoint of d1 to resume a d2 run from.
-        d1_dir = os.path.join(tmp, "d1")
-        job = submit(script, d1_dir, os.path.join(tmp, "d1.out"), gpt2_args + ["--steps", "1"])
+        job, d1_dir = submit(script, os.path.join(tmp, "d1"), os.path.join(tmp, "d1.out"),
+                             gpt2_args + ["--steps", "1"])
         wait_job(job) if job else None
         cases = [
-            ("data not prepared", ",GPT2_DATA=" + os.path.join(tmp, "none"),
-             gpt2_args + ["--steps", "1"], "cannot open"),
-            ("a checkpoint of another model", "", gpt2_args[2:] + [
-                "--config", "d2", "--steps", "1", "--resume",
+            ("data not prepared", gpt2_args + ["--steps", "1", "--data", os.path.join(tmp, "none")],
+             "cannot open"),
+            ("a checkpoint of another model", gpt2_args[2:] + [
+                "--model", "d2", "--steps", "1", "--resume",
                 os.path.join(d1_dir, "checkpoint.h5")], "the checkpoint is of another model"),
+            ("more tasks than the batch splits into", gpt2_args + ["--steps", "1",
+             "--global-batch", "2"], "--global-batch 2 is smaller than one micro-step of 2 rank(s)"),
+            ("a template argument without its value", gpt2_args + ["--steps"],
+             "--steps needs a value"),
         ]
-        for what, exports, args, words in cases:
+        for what, args, words in cases:
             log = os.path.join(tmp, what.replace(" ", "_") + ".out")
-            run_dir = os.path.join(tmp, what.replace(" ", "_"))
             t0 = time.time()
-            job = submit(script, run_dir, log, args, exports=exports)
+            job, _ = submit(script, os.path.join(tmp, "runs"), log, args)
             f = wait_job(job, timeout=120) if job else {}
             text = read(log)
             check(f.get("JobState") == "FAILED" and time.time() - t0 < 60,
@@ -268,10 +292,86 @@ with tempfile.TemporaryDirectory() as tmp:
             check(words in text, f"{what}: its log says '{words}'")
             check("step 1/" not in text, f"{what}: nothing trained")
 
+    elif case == "requeue":
+        # An operator's scontrol requeue mid-run: Slurm sends SIGTERM to the job, which
+        # checkpoints, and starts it again; the restart resumes and finishes.
+        script = os.path.join(src, "slurm", "gpt2.sbatch")
+        args = gpt2_args + ["--steps", "150", "--deterministic"]
+        ref, ref_dir = submit(script, os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out"), args)
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(script, os.path.join(tmp, "runs"), log, args)
+        deadline = time.time() + 120
+        while job and time.time() < deadline and not re.search(r"^step +5/", read(log), re.M):
+            time.sleep(0.2)
+        r = sh(["scontrol", "requeue", str(job)])
+        check(r.returncode == 0, f"scontrol requeue ({r.stderr.strip()})")
+        hurried = []
+
+        def hurry(fields):
+            if fields.get("Reason") == "BeginTime" and not hurried:
+                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
+                hurried.append(True)
+
+        f = wait_job(job, on_pending=hurry) if job else {}
+        wait_job(ref, timeout=120) if ref else None
+        text = read(log)
+        m = re.search(r"stopping after step (\d+): SIGTERM received", text)
+        check(f.get("JobState") == "COMPLETED" and f.get("Restarts") == "1",
+              f"the job completes after one restart ({f.get('JobState')}, {f.get('Restarts')})")
+        check(m is not None, "the first run stopped on SIGTERM after a step, with a checkpoint")
+        check(m is not None and f"at step {m.group(1)}" in text.split("(restart 1)")[-1],
+              "the restart resumed from that step")
+        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
+                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
+        check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
+              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        if failures:
+            print(text[-3000:])
+
+    elif case == "requeuecap":
+        # A program that fails after its work (a fault at the end, a node lost): the first run
+        # wrote a checkpoint, so the job requeues itself once; the restart fails the same way
+        # without a new checkpoint, and the job stops, saying so, rather than run again.
+        bindir = os.path.join(tmp, "bin")
+        os.makedirs(bindir)
+        wrapper = os.path.join(bindir, "zrt-gpt2")
+        with open(wrapper, "w") as w:
+            w.write(f"#!/bin/sh\n{build}/apps/zrt-gpt2 \"$@\" || exit $?\n"
+                    "echo 'a fault after the work' >&2\nexit 3\n")
+        os.chmod(wrapper, 0o755)
+        os.symlink(os.path.join(build, "apps", "zrt-ckpt"), os.path.join(bindir, "zrt-ckpt"))
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"), os.path.join(tmp, "runs"),
+                              log, gpt2_args + ["--steps", "3", "--program", wrapper])
+        hurried = []
+
+        def hurry(fields):
+            if fields.get("Reason") == "BeginTime" and not hurried:
+                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
+                hurried.append(True)
+
+        f = wait_job(job, on_pending=hurry) if job else {}
+        text = read(log)
+        attempts = read(os.path.join(run_dir, "attempts")).splitlines()
+        check(f.get("JobState") == "FAILED" and f.get("ExitCode") == "3:0" and
+              f.get("Restarts") == "1",
+              f"Slurm records the failure after one restart ({f.get('JobState')}, "
+              f"{f.get('ExitCode')}, {f.get('Restarts')} restart(s))")
+        check("status 3 after a new checkpoint: continuing from it; requeueing job" in text,
+              "the first failure, after a checkpoint, requeued the job")
+        check("zrt-gpt2 job: it failed the same way twice (status 3, and no new checkpoint this "
+              "time); stopping" in text, "the second says why the job stops")
+        check(attempts == ["restart 0 status 3 progress progress checkpoint step 3",
+                           "restart 1 status 3 progress none checkpoint step 3"],
+              f"the job's folder records both runs ({attempts})")
+        if failures:
+            print(text[-3000:])
+
     elif case == "rankdeath":
-        run_dir, log = os.path.join(tmp, "run"), os.path.join(tmp, "job.out")
-        job = submit(os.path.join(src, "slurm", "gpt2.sbatch"), run_dir, log,
-                     gpt2_args + ["--steps", "100000", "--seed", "4242"], extra=["--time=10"])
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"), os.path.join(tmp, "runs"),
+                              log, gpt2_args + ["--steps", "100000", "--seed", "4242"],
+                              extra=["--time=10"])
         deadline = time.time() + 120
         while job and time.time() < deadline and not re.search(r"^step +3/", read(log), re.M):
             time.sleep(0.2)

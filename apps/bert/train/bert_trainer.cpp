@@ -116,6 +116,8 @@ struct BertTrainer::Impl {
       resume_.emplace(training::read_checkpoint_info(
           opt.resume_path,
           training::CheckpointOwner{"zrt-bert", "BERT", opt.config.to_json(), kShapeKeys}));
+    // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
+    if (resume_) log_.resumed_at(resume_->step);
   }
 
   int64_t resume() {

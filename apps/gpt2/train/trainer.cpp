@@ -96,6 +96,8 @@ struct Trainer::Impl {
                           "GPT-2",
                           opt.config.to_json(),
                           {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"}}));
+    // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
+    if (resume_) log_.resumed_at(resume_->step);
   }
 
   // Loads the checkpoint and moves the loader past the batches the saved run had read
