@@ -219,25 +219,32 @@ void Topology::find_devices() {
   }
 }
 
+int pick_device(const std::vector<TopologyDevice> &devices, int local_rank,
+                bool prefer_infiniband) {
+  const bool any_visible = std::any_of(devices.begin(), devices.end(), [](const auto &d) {
+    return d.kind == "gpu" && d.cuda_index >= 0;
+  });
+  std::vector<int> candidates;
+  for (int pass = 0; pass < 4 && candidates.empty(); ++pass) {
+    const bool need_near = pass < 2;
+    const bool need_ib = prefer_infiniband && pass % 2 == 0;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const TopologyDevice &d = devices[i];
+      if (any_visible && d.kind == "gpu" && d.cuda_index < 0) continue;
+      if (need_near && !d.near) continue;
+      if (need_ib && d.subtype != "infiniband") continue;
+      candidates.push_back(static_cast<int>(i));
+    }
+  }
+  if (candidates.empty()) return -1;
+  return candidates[static_cast<size_t>(local_rank) % candidates.size()];
+}
+
 void Topology::choose_devices() {
   // Near devices first; among them, local ranks take turns, which for the usual block
   // placement (ranks 0-3 on socket 0, 4-7 on socket 1) gives each rank its own GPU.
-  auto pick = [&](const std::vector<TopologyDevice> &devices, bool prefer_infiniband) {
-    std::vector<int> candidates;
-    for (int pass = 0; pass < 4 && candidates.empty(); ++pass) {
-      bool need_near = pass < 2;
-      bool need_ib = prefer_infiniband && pass % 2 == 0;
-      for (size_t i = 0; i < devices.size(); ++i) {
-        if (need_near && !devices[i].near) continue;
-        if (need_ib && devices[i].subtype != "infiniband") continue;
-        candidates.push_back(static_cast<int>(i));
-      }
-    }
-    if (candidates.empty()) return -1;
-    return candidates[static_cast<size_t>(layout_.local_rank) % candidates.size()];
-  };
-  gpu_ = pick(gpus_, false);
-  nic_ = pick(nics_, true);
+  gpu_ = pick_device(gpus_, layout_.local_rank, false);
+  nic_ = pick_device(nics_, layout_.local_rank, true);
 }
 
 nlohmann::json Topology::to_json() const {

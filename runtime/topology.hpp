@@ -42,6 +42,13 @@ struct TopologyDevice {
   bool near = false;    // attached to cores this rank is bound to
 };
 
+// The device of @p devices for the rank with @p local_rank: near devices first (attached to
+// the rank's cores), InfiniBand first among NICs when @p prefer_infiniband, and among GPUs
+// only those the CUDA runtime shows when it shows any (CUDA_VISIBLE_DEVICES, set per task by
+// Slurm's --gpu-bind or by hand, hides the others though hwloc still lists them); local
+// ranks take turns among the candidates. -1 when there is none.
+int pick_device(const std::vector<TopologyDevice> &devices, int local_rank, bool prefer_infiniband);
+
 class Topology {
  public:
   // Discovers the node and places this rank according to bind ("auto", "none", "core").

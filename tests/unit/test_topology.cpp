@@ -60,3 +60,42 @@ TEST(Topology, AutoKeepsALauncherBinding) {
   hwloc_set_cpubind(topo, hwloc_topology_get_allowed_cpuset(topo), HWLOC_CPUBIND_PROCESS);
   hwloc_bitmap_free(one);
 }
+
+namespace {
+zrt::TopologyDevice gpu(int cuda_index, bool near) {
+  zrt::TopologyDevice d;
+  d.kind = "gpu";
+  d.cuda_index = cuda_index;
+  d.near = near;
+  return d;
+}
+}  // namespace
+
+TEST(Topology, LocalRanksTakeTurnsAmongTheNearGpus) {
+  // 8 GPUs, 4 on each socket; a rank on socket 1 sees GPUs 4-7 as near.
+  std::vector<zrt::TopologyDevice> gpus;
+  for (int i = 0; i < 8; ++i)
+    gpus.push_back(gpu(i, i >= 4));
+  EXPECT_EQ(zrt::pick_device(gpus, 4, false), 4);
+  EXPECT_EQ(zrt::pick_device(gpus, 7, false), 7);
+  for (auto &g : gpus)
+    g.near = false;  // no binding known: all of them, by local rank
+  EXPECT_EQ(zrt::pick_device(gpus, 5, false), 5);
+  EXPECT_EQ(zrt::pick_device({}, 0, false), -1);
+}
+
+TEST(Topology, OnlyGpusTheCudaRuntimeShowsAreCandidates) {
+  // CUDA_VISIBLE_DEVICES=2 for this task (Slurm's --gpu-bind): hwloc lists 4 GPUs, the CUDA
+  // runtime shows one, as its device 0. Local rank 3 must get that one, not hwloc's 4th.
+  std::vector<zrt::TopologyDevice> gpus = {gpu(-1, true), gpu(-1, true), gpu(0, true),
+                                           gpu(-1, true)};
+  EXPECT_EQ(zrt::pick_device(gpus, 3, false), 2);
+  EXPECT_EQ(zrt::pick_device(gpus, 0, false), 2);
+  // Two visible (CUDA_VISIBLE_DEVICES=1,3), local ranks 0 and 1 of the task pair.
+  gpus = {gpu(-1, true), gpu(0, true), gpu(-1, true), gpu(1, true)};
+  EXPECT_EQ(zrt::pick_device(gpus, 0, false), 1);
+  EXPECT_EQ(zrt::pick_device(gpus, 1, false), 3);
+  // None visible (no CUDA runtime, or a build without it): hwloc's list as it is.
+  gpus = {gpu(-1, true), gpu(-1, true)};
+  EXPECT_EQ(zrt::pick_device(gpus, 1, false), 1);
+}
