@@ -68,6 +68,6 @@ install(CODE "
 # the prefix's bin/) and the Slurm templates.
 install(PROGRAMS apps/data/prepare DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES apps/data/reference_encode.js DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
-install(FILES slurm/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
+install(FILES slurm/README.md slurm/zrt-job DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
 install(PROGRAMS slurm/gpt2.sbatch slurm/bert.sbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

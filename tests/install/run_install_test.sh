@@ -20,9 +20,14 @@ cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
 for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
   lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
   include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
-  share/zerort/slurm/gpt2.sbatch share/zerort/slurm/bert.sbatch; do
+  share/zerort/slurm/gpt2.sbatch share/zerort/slurm/bert.sbatch share/zerort/slurm/zrt-job; do
   [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
 done
+# The installed job templates run the installed programs.
+program=$(ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_DATA=none ZRT_JOB_STEPS=1 bash -c \
+  "source '$prefix/share/zerort/slurm/zrt-job' && zrt_job_parse && zrt_job_program")
+[ "$program" = "$(cd "$prefix" && pwd)/bin/zrt-gpt2" ] ||
+  fail "the installed zrt-job runs $program, not the prefix's bin/zrt-gpt2"
 if find "$prefix/include" -name '*.in' | grep -q .; then fail "a template is installed: $(find "$prefix/include" -name '*.in')"; fi
 
 # Nothing of the build tree may leak in: a clean environment, the examples out of the tree.

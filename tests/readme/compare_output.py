@@ -8,7 +8,7 @@ Lines of QUOTED are matched against ACTUAL in order, each to the next line of AC
 - a line ending in "..." (after " | " or ", ") must begin the actual line;
 - every other line must equal it.
 Figures that change from run to run (milliseconds, tokens/s, the ETA, seconds of a save,
-resident sizes) are compared as placeholders; every other figure (losses, norms, learning
+resident sizes, Slurm's job ids) are compared as placeholders; every other figure (losses, norms, learning
 rates, model-state bytes, token counts) must be the one printed.
 """
 import re
@@ -20,6 +20,8 @@ VOLATILE = [
     (re.compile(r"\beta \d+:\d+(:\d+)?"), "eta <time>"),
     (re.compile(r", \d+(\.\d+)? s\)"), ", <s>)"),
     (re.compile(r"\b(mem/rank|peak resident) \d+(\.\d+)? [KMGT]?i?B\b"), r"\1 <bytes>"),
+    # Slurm's job ids, which grow with every job the cluster ran.
+    (re.compile(r"\b(job |gpt2-|bert-)\d+\b"), r"\1<id>"),
 ]
 
 
