@@ -48,6 +48,7 @@ struct Cli {
   double power = 1.0;
   std::string save, resume;
   std::optional<int64_t> global_batch;
+  std::string init_from;
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -139,8 +140,13 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", t.save_every, "steps between checkpoints (0: at the end)")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--resume", c.resume,
-                 "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+  CLI::Option *resume =
+      app.add_option("--resume", c.resume,
+                     "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+  app.add_option("--init-from", c.init_from,
+                 "start from these weights, with fresh optimizer state at step 0: a zerort "
+                 "checkpoint, or safetensors in zerort's or Hugging Face's names")
+      ->excludes(resume);
 }
 
 // The vocabulary beside prepare's example files (DATA = ROOT/bert/CORPUS: ROOT/tokenizer),
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
               cli.vocab.empty() ? default_vocab(cli.data) : std::filesystem::path(cli.vocab);
           t.save_path = cli.save;
           t.resume_path = cli.resume;
+          t.init_from = cli.init_from;
           t.optimizer.kind = cli.optimizer == "lamb" ? ZRT_OPTIMIZER_LAMB : ZRT_OPTIMIZER_ADAMW;
           t.lr.decay = training::LrDecay::polynomial;
           t.lr.power = cli.power;

@@ -5,7 +5,8 @@
 //   zrt-ckpt verify FILE
 //   zrt-ckpt diff A B
 //   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
-//   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...]
+//            [--names hf [--model gpt2|bert]]
+//   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...] [--names hf --model gpt2|bert]
 //
 // Exit status: 0 on success (for verify: all checksums match and no value is NaN or Inf;
 // for diff: identical), 1 when
@@ -19,11 +20,14 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hf_names.hpp"
 #include "safetensors.hpp"
+#include "weights_file.hpp"
 
 namespace {
 
@@ -35,38 +39,7 @@ void check(zrt_status_t st, const std::string &what) {
   if (st != ZRT_SUCCESS) throw Failure(fmt::format("{}: {}", what, zrt_last_error_message()));
 }
 
-// A checkpoint opened for reading, closed on scope exit.
-class Reader {
- public:
-  explicit Reader(const std::string &path) {
-    check(zrt_checkpoint_open(path.c_str(), &h_), "cannot open " + path);
-  }
-  ~Reader() { zrt_checkpoint_close(h_); }
-  int count() const {
-    int n = 0;
-    zrt_checkpoint_tensor_count(h_, &n);
-    return n;
-  }
-  zrt_checkpoint_tensor_t tensor(int i) const {
-    zrt_checkpoint_tensor_t t{};
-    t.field_mask = ZRT_CHECKPOINT_TENSOR_FIELD_ALL;
-    check(zrt_checkpoint_tensor(h_, i, &t), "zrt_checkpoint_tensor");
-    return t;
-  }
-  std::vector<float> read(int i) const {
-    std::vector<float> v(static_cast<size_t>(tensor(i).numel));
-    check(zrt_checkpoint_read(h_, i, v.data()), std::string("cannot read ") + tensor(i).name);
-    return v;
-  }
-  bool verify(int i) const {
-    int ok = 0;
-    check(zrt_checkpoint_verify(h_, i, &ok), std::string("cannot verify ") + tensor(i).name);
-    return ok != 0;
-  }
-
- private:
-  zrt_checkpoint_h h_ = nullptr;
-};
+using Reader = weights::CheckpointReader;
 
 nlohmann::json describe(const std::string &path) {
   size_t n = 0;
@@ -211,22 +184,70 @@ int diff(const std::string &a_path, const std::string &b_path) {
   return differences ? 1 : 0;
 }
 
+// The model a checkpoint's weights belong to, for --names hf: --model, else the program
+// that saved it (its metadata's "program").
+weights::ModelKind model_of(const nlohmann::json &described, const std::string &model,
+                            const std::string &path) {
+  std::string name = model;
+  if (name.empty()) {
+    nlohmann::json meta = described.value("metadata", nlohmann::json::object());
+    if (meta.is_string()) meta = nlohmann::json::parse(meta.get<std::string>(), nullptr, false);
+    if (meta.is_object()) name = meta.value("program", "");
+  }
+  auto kind = weights::model_kind(name);
+  if (!kind)
+    throw Failure(name.empty()
+                      ? fmt::format("--names hf: {} does not say which model it is (no program "
+                                    "in its metadata); give --model gpt2 or --model bert",
+                                    path)
+                      : fmt::format("--names hf: no Hugging Face names for model '{}' (gpt2 or "
+                                    "bert)",
+                                    name));
+  return *kind;
+}
+
+// A 2-D tensor the other way round ([a, b] becomes [b, a]).
+std::vector<float> transposed(const std::vector<float> &v, std::vector<int64_t> &shape) {
+  const int64_t a = shape[0], b = shape[1];
+  std::vector<float> out(v.size());
+  for (int64_t r = 0; r < a; ++r)
+    for (int64_t c = 0; c < b; ++c)
+      out[static_cast<size_t>(c * a + r)] = v[static_cast<size_t>(r * b + c)];
+  std::swap(shape[0], shape[1]);
+  return out;
+}
+
 int export_file(const std::string &path, const std::string &format, const std::string &out,
-                const std::string &dtype) {
+                const std::string &dtype, const std::string &names, const std::string &model) {
   nlohmann::json d = describe(path);
+  if (names == "hf" && format != "safetensors")
+    throw Failure("--names hf: Hugging Face's names are for --format safetensors");
+  std::optional<weights::ModelKind> kind;
+  if (names == "hf") kind = model_of(d, model, path);
   Reader r(path);
   std::vector<safetensors::Output> tensors;
   for (int i = 0; i < r.count(); ++i) {
     zrt_checkpoint_tensor_t t = r.tensor(i);
     std::string name = t.name;
     if (name.rfind("params/", 0) != 0) continue;  // weights only: optimizer state stays behind
-    tensors.push_back({name.substr(7), std::vector<int64_t>(t.shape, t.shape + t.ndim), r.read(i)});
+    safetensors::Output o{name.substr(7), std::vector<int64_t>(t.shape, t.shape + t.ndim),
+                          r.read(i)};
+    if (kind) {
+      auto hf = weights::to_hf(*kind, o.name);
+      if (!hf)
+        throw Failure(fmt::format("--names hf: {} is not a {} tensor (is {} of another model?)",
+                                  o.name, weights::model_kind_name(*kind), path));
+      o.name = hf->name;
+      if (hf->transposed) o.values = transposed(o.values, o.shape);
+    }
+    tensors.push_back(std::move(o));
   }
   if (format == "safetensors") {
     std::string st = dtype == "bf16" ? "BF16" : dtype == "fp16" ? "F16" : "F32";
-    safetensors::write(
-        out, tensors, st,
-        {{"format", "pt"}, {"zerort_step", std::to_string(d.value("step", 0))}, {"source", path}});
+    std::map<std::string, std::string> meta = {
+        {"format", "pt"}, {"zerort_step", std::to_string(d.value("step", 0))}, {"source", path}};
+    if (kind) meta["zerort_names"] = "hf";
+    safetensors::write(out, tensors, st, meta);
   } else {
     zrt_checkpoint_h c;
     std::string meta = nlohmann::json{{"exported_from", path}, {"step", d.value("step", 0)}}.dump();
@@ -237,19 +258,48 @@ int export_file(const std::string &path, const std::string &format, const std::s
             "cannot write " + t.name);
     check(zrt_checkpoint_close(c), "cannot finish " + out);
   }
-  fmt::print("{}: {} tensors written as {}\n", out, tensors.size(), format);
+  fmt::print(
+      "{}: {} tensors written as {}{}\n", out, tensors.size(), format,
+      kind ? fmt::format(" in Hugging Face's {} names", weights::model_kind_name(*kind)) : "");
   return 0;
 }
 
 int import_safetensors(const std::string &in, const std::string &out,
-                       const std::vector<std::string> &renames) {
+                       const std::vector<std::string> &renames, const std::string &names,
+                       const std::string &model) {
+  std::optional<weights::ModelKind> kind;
+  if (names == "hf") {
+    kind = weights::model_kind(model);
+    if (!kind) throw Failure("--names hf needs --model gpt2 or --model bert");
+  }
   std::vector<uint8_t> bytes = safetensors::read_file(in);
   safetensors::File f = safetensors::parse(bytes.data(), bytes.size());
   nlohmann::json meta = {{"imported_from", in}, {"safetensors_metadata", f.metadata}};
   zrt_checkpoint_h c;
   check(zrt_checkpoint_create(out.c_str(), meta.dump().c_str(), &c), "cannot create " + out);
+  int written = 0, skipped = 0;
   for (const safetensors::Tensor &t : f.tensors) {
     std::string name = t.name;
+    std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;
+    std::optional<weights::MappedName> ours;
+    if (kind) {
+      ours = weights::from_hf(*kind, name);
+      if (!ours && weights::hf_not_a_parameter(*kind, name)) {
+        ++skipped;  // a mask buffer (of any dtype) or a tied copy
+        continue;
+      }
+    }
+    std::vector<float> v = safetensors::to_float(t, bytes.data() + f.data_start);
+    if (kind) {
+      if (!ours) {
+        zrt_checkpoint_close(c);
+        std::remove(out.c_str());
+        throw Failure(fmt::format("--names hf: {} is not a {} tensor", name,
+                                  weights::model_kind_name(*kind)));
+      }
+      name = ours->name;
+      if (ours->transposed && shape.size() == 2) v = transposed(v, shape);
+    }
     for (const std::string &r : renames) {
       size_t eq = r.find('=');
       if (eq == std::string::npos) throw Failure("--rename takes FROM=TO, not " + r);
@@ -258,14 +308,14 @@ int import_safetensors(const std::string &in, const std::string &out,
         break;
       }
     }
-    std::vector<float> v = safetensors::to_float(t, bytes.data() + f.data_start);
-    std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;
     check(zrt_checkpoint_write(c, name.c_str(), static_cast<int>(shape.size()), shape.data(),
                                v.data()),
           "cannot write " + name);
+    ++written;
   }
   check(zrt_checkpoint_close(c), "cannot finish " + out);
-  fmt::print("{}: {} tensors imported from {}\n", out, f.tensors.size(), in);
+  fmt::print("{}: {} tensors imported from {}{}\n", out, written, in,
+             skipped ? fmt::format(" ({} buffers and tied copies skipped)", skipped) : "");
   return 0;
 }
 
@@ -274,7 +324,7 @@ int import_safetensors(const std::string &in, const std::string &out,
 int main(int argc, char **argv) {
   CLI::App app{"zrt-ckpt: inspect, verify, compare, export and import zerort checkpoints"};
   app.require_subcommand(1);
-  std::string file, other, format, output, dtype = "fp32";
+  std::string file, other, format, output, dtype = "fp32", names = "zerort", model;
   std::vector<std::string> renames;
   bool json = false, attributes_only = false;
   auto *inspect_cmd =
@@ -299,18 +349,28 @@ int main(int argc, char **argv) {
   export_cmd->add_option("--output,-o", output, "output file")->required();
   export_cmd->add_option("--dtype", dtype, "safetensors dtype: fp32, bf16, fp16")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  export_cmd
+      ->add_option("--names", names, "zerort (as stored) or hf (Hugging Face's names and layouts)")
+      ->check(CLI::IsMember({"zerort", "hf"}));
+  export_cmd->add_option("--model", model,
+                         "gpt2 or bert, for --names hf (default: the program that saved it)");
   auto *import_cmd =
       app.add_subcommand("import-safetensors", "a weights-only checkpoint from safetensors");
   import_cmd->add_option("input", file, "safetensors file")->required();
   import_cmd->add_option("output", output, "checkpoint to write")->required();
   import_cmd->add_option("--rename", renames, "FROM=TO: replace a name prefix (repeatable)");
+  import_cmd
+      ->add_option("--names", names,
+                   "zerort (as stored) or hf (Hugging Face's, mapped to the model's)")
+      ->check(CLI::IsMember({"zerort", "hf"}));
+  import_cmd->add_option("--model", model, "gpt2 or bert, for --names hf");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*inspect_cmd) return inspect(file, json, attributes_only);
     if (*verify_cmd) return verify(file);
     if (*diff_cmd) return diff(file, other);
-    if (*export_cmd) return export_file(file, format, output, dtype);
-    if (*import_cmd) return import_safetensors(file, output, renames);
+    if (*export_cmd) return export_file(file, format, output, dtype, names, model);
+    if (*import_cmd) return import_safetensors(file, output, renames, names, model);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "zrt-ckpt: %s\n", e.what());
     return 2;

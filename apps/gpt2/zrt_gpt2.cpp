@@ -43,6 +43,7 @@ struct Cli {
   double min_lr_frac = 0.1;
   std::string save, resume;
   std::optional<int64_t> global_batch;
+  std::string init_from;
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -144,8 +145,13 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  app.add_option("--resume", c.resume,
-                 "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+  CLI::Option *resume =
+      app.add_option("--resume", c.resume,
+                     "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+  app.add_option("--init-from", c.init_from,
+                 "start from these weights, with fresh optimizer state at step 0: a zerort "
+                 "checkpoint, or safetensors in zerort's or Hugging Face's names")
+      ->excludes(resume);
 }
 
 gpt2::Gpt2Config model_config(const Cli &c) {
@@ -207,6 +213,7 @@ int main(int argc, char **argv) {
               cli.train.data_dir = cli.data;
               cli.train.save_path = cli.save;
               cli.train.resume_path = cli.resume;
+              cli.train.init_from = cli.init_from;
               cli.train.data_format = gpt2::parse_token_format(cli.data_format);
               cli.train.tokenizer_dir =
                   cli.tokenizer.empty()

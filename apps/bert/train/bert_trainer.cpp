@@ -14,6 +14,7 @@
 #include "text/vocabulary.hpp"
 #include "training/checkpoint_info.hpp"
 #include "training/divergence.hpp"
+#include "training/init_from.hpp"
 #include "training/job_metadata.hpp"
 #include "training/rank_sum.hpp"
 #include "training/signals.hpp"
@@ -118,6 +119,7 @@ struct BertTrainer::Impl {
           training::CheckpointOwner{"zrt-bert", "BERT", opt.config.to_json(), kShapeKeys}));
     // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
     if (resume_) log_.resumed_at(resume_->step);
+    init_ = training::open_init_from(opt.init_from, weights::ModelKind::bert, state.store());
   }
 
   int64_t resume() {
@@ -212,6 +214,8 @@ struct BertTrainer::Impl {
     int64_t step = 0;
     if (resume_)
       step = resume();
+    else if (init_)
+      training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
     else
       model_.init_parameters(opt_.seed);
     training::install_stop_signals();
@@ -414,6 +418,7 @@ struct BertTrainer::Impl {
   training::MetricsLog log_;
   training::LrSchedule lr_;
   std::optional<training::CheckpointInfo> resume_;
+  std::optional<weights::WeightsInit> init_;
 };
 
 BertTrainer::BertTrainer(const BertTrainOptions &options, training::ModelState &state,

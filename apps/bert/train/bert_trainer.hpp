@@ -59,6 +59,7 @@ struct BertTrainOptions {
   std::filesystem::path save_path;  // "{step}" becomes the step
   int64_t save_every = 0;
   std::filesystem::path resume_path;
+  std::filesystem::path init_from;  // weights only, fresh optimizer state (--init-from)
 };
 
 /// One step's (or one evaluation's) figures, over the global batch.

@@ -14,6 +14,7 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
+#include "training/init_from.hpp"
 #include "training/job_metadata.hpp"
 
 namespace gpt2 {
@@ -98,6 +99,7 @@ struct Trainer::Impl {
                           {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"}}));
     // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
     if (resume_) log_.resumed_at(resume_->step);
+    init_ = training::open_init_from(opt.init_from, weights::ModelKind::gpt2, state.store());
   }
 
   // Loads the checkpoint and moves the loader past the batches the saved run had read
@@ -151,6 +153,8 @@ struct Trainer::Impl {
     int64_t step = 0;
     if (resume_)
       step = resume();
+    else if (init_)
+      training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
     else
       model_.init_parameters(opt_.seed);
     install_stop_signals();
@@ -379,6 +383,7 @@ struct Trainer::Impl {
   MetricsLog log_;
   LrSchedule lr_;
   std::optional<CheckpointInfo> resume_;
+  std::optional<weights::WeightsInit> init_;
   int64_t micro_batches_ = 0;  // batches this rank's loader has read, over all runs
 };
 

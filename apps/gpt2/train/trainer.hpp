@@ -60,6 +60,7 @@ struct TrainOptions {
   std::filesystem::path save_path;
   int64_t save_every = 0;             // 0: only at the end (or on a signal)
   std::filesystem::path resume_path;  // continue from this checkpoint
+  std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
 };
 
 struct TrainResult {

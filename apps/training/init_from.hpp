@@ -1,0 +1,42 @@
+// --init-from in the trainers: the model's weights from a file (zrt_weights' WeightsInit,
+// matched against the model's layout at set-up), fresh optimizer state, step 0.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "nn/parameter_store.hpp"
+#include "weights_init.hpp"
+
+namespace training {
+
+/// Opens and matches @p path against @p store's layout; nullopt for an empty path. Throws
+/// std::invalid_argument (set-up's bad input) naming what does not match.
+inline std::optional<weights::WeightsInit> open_init_from(const std::filesystem::path &path,
+                                                          weights::ModelKind kind,
+                                                          nn::ParameterStore<float> &store) {
+  if (path.empty()) return std::nullopt;
+  std::vector<weights::ModelTensor> model;
+  for (const nn::TensorSpec &t : store.tensors())
+    model.push_back({t.name, t.shape});
+  try {
+    return std::optional<weights::WeightsInit>(std::in_place, path, kind, std::move(model));
+  } catch (const weights::Error &e) {
+    throw std::invalid_argument(fmt::format("--init-from: {}", e.what()));
+  }
+}
+
+/// Sets every parameter from the file (every rank reads the same values: zrt_param_set)
+/// and says so on the lead rank. Collective.
+inline void load_init_from(const weights::WeightsInit &init, const std::filesystem::path &path,
+                           nn::ParameterStore<float> &store, bool lead) {
+  init.load([&](int id, const float *values) { store.set(id, values); });
+  if (lead)
+    fmt::print("initialized from {} ({}); optimizer state fresh, step 0\n", path.string(),
+               init.description());
+}
+
+}  // namespace training
