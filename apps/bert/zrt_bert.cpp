@@ -28,6 +28,7 @@
 #include "training/engine_cli.hpp"
 #include "training/engine_model_state.hpp"
 #include "training/global_batch.hpp"
+#include "training/init_from.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -140,13 +141,7 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", t.save_every, "steps between checkpoints (0: at the end)")
       ->check(kNonNegative)
       ->capture_default_str();
-  CLI::Option *resume =
-      app.add_option("--resume", c.resume,
-                     "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
-  app.add_option("--init-from", c.init_from,
-                 "start from these weights, with fresh optimizer state at step 0: a zerort "
-                 "checkpoint, or safetensors in zerort's or Hugging Face's names")
-      ->excludes(resume);
+  training::add_start_options(app, c.resume, c.init_from);
 }
 
 // The vocabulary beside prepare's example files (DATA = ROOT/bert/CORPUS: ROOT/tokenizer),

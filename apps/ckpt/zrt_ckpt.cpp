@@ -206,17 +206,6 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
   return *kind;
 }
 
-// A 2-D tensor the other way round ([a, b] becomes [b, a]).
-std::vector<float> transposed(const std::vector<float> &v, std::vector<int64_t> &shape) {
-  const int64_t a = shape[0], b = shape[1];
-  std::vector<float> out(v.size());
-  for (int64_t r = 0; r < a; ++r)
-    for (int64_t c = 0; c < b; ++c)
-      out[static_cast<size_t>(c * a + r)] = v[static_cast<size_t>(r * b + c)];
-  std::swap(shape[0], shape[1]);
-  return out;
-}
-
 int export_file(const std::string &path, const std::string &format, const std::string &out,
                 const std::string &dtype, const std::string &names, const std::string &model) {
   nlohmann::json d = describe(path);
@@ -238,7 +227,7 @@ int export_file(const std::string &path, const std::string &format, const std::s
         throw Failure(fmt::format("--names hf: {} is not a {} tensor (is {} of another model?)",
                                   o.name, weights::model_kind_name(*kind), path));
       o.name = hf->name;
-      if (hf->transposed) o.values = transposed(o.values, o.shape);
+      if (hf->transposed) o.values = weights::transposed(o.values, o.shape);
     }
     tensors.push_back(std::move(o));
   }
@@ -298,7 +287,7 @@ int import_safetensors(const std::string &in, const std::string &out,
                                   weights::model_kind_name(*kind)));
       }
       name = ours->name;
-      if (ours->transposed && shape.size() == 2) v = transposed(v, shape);
+      if (ours->transposed && shape.size() == 2) v = weights::transposed(v, shape);
     }
     for (const std::string &r : renames) {
       size_t eq = r.find('=');

@@ -27,6 +27,7 @@
 #include "training/cli_checks.hpp"
 #include "training/engine_cli.hpp"
 #include "training/global_batch.hpp"
+#include "training/init_from.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -145,13 +146,7 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  CLI::Option *resume =
-      app.add_option("--resume", c.resume,
-                     "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
-  app.add_option("--init-from", c.init_from,
-                 "start from these weights, with fresh optimizer state at step 0: a zerort "
-                 "checkpoint, or safetensors in zerort's or Hugging Face's names")
-      ->excludes(resume);
+  training::add_start_options(app, c.resume, c.init_from);
 }
 
 gpt2::Gpt2Config model_config(const Cli &c) {

@@ -3,15 +3,28 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "nn/parameter_store.hpp"
 #include "weights_init.hpp"
 
 namespace training {
+
+/// --resume (continue a run: weights, optimizer state, step, data position) and
+/// --init-from (weights only), which exclude each other.
+inline void add_start_options(CLI::App &app, std::string &resume, std::string &init_from) {
+  CLI::Option *resume_option = app.add_option(
+      "--resume", resume, "checkpoint file to continue from (same model; any ranks or ZeRO stage)");
+  app.add_option("--init-from", init_from,
+                 "start from these weights, with fresh optimizer state at step 0: a zerort "
+                 "checkpoint, or safetensors in zerort's or Hugging Face's names")
+      ->excludes(resume_option);
+}
 
 /// Opens and matches @p path against @p store's layout; nullopt for an empty path. Throws
 /// std::invalid_argument (set-up's bad input) naming what does not match.

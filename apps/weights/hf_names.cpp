@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <utility>
 
 namespace weights {
 namespace {
@@ -149,6 +150,16 @@ bool hf_not_a_parameter(ModelKind kind, std::string_view theirs) {
            name == "lm_head.weight";
   return name == "bert.embeddings.position_ids" || name == "cls.predictions.decoder.weight" ||
          name == "cls.predictions.decoder.bias";
+}
+
+std::vector<float> transposed(const std::vector<float> &values, std::vector<int64_t> &shape) {
+  const int64_t a = shape[0], b = shape[1];
+  std::vector<float> out(values.size());
+  for (int64_t r = 0; r < a; ++r)
+    for (int64_t c = 0; c < b; ++c)
+      out[static_cast<size_t>(c * a + r)] = values[static_cast<size_t>(r * b + c)];
+  std::swap(shape[0], shape[1]);
+  return out;
 }
 
 }  // namespace weights

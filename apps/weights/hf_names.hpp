@@ -8,9 +8,11 @@
 //     read as well.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weights {
 
@@ -34,5 +36,9 @@ std::optional<MappedName> from_hf(ModelKind kind, std::string_view theirs);
 /// and the LM head tied to wte, BERT's position_ids and the decoder tied to the word
 /// embeddings. They are skipped when read.
 bool hf_not_a_parameter(ModelKind kind, std::string_view theirs);
+
+/// A 2-D tensor the other way round: @p values of @p shape [a, b] as [b, a]; @p shape
+/// becomes [b, a].
+std::vector<float> transposed(const std::vector<float> &values, std::vector<int64_t> &shape);
 
 }  // namespace weights

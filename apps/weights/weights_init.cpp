@@ -102,13 +102,9 @@ void WeightsInit::load(const std::function<void(int, const float *)> &set) const
       set(static_cast<int>(i), v.data());
       continue;
     }
-    // Stored [a, b] = the model's [b, a] transposed.
-    const std::vector<int64_t> &shape = file_.tensors()[s.index].shape;
-    const int64_t a = shape[0], b = shape[1];
-    turned.resize(v.size());
-    for (int64_t r = 0; r < a; ++r)
-      for (int64_t c = 0; c < b; ++c)
-        turned[static_cast<size_t>(c * a + r)] = v[static_cast<size_t>(r * b + c)];
+    // Stored [a, b]: the model's [b, a].
+    std::vector<int64_t> shape = file_.tensors()[s.index].shape;
+    turned = transposed(v, shape);
     set(static_cast<int>(i), turned.data());
   }
 }
