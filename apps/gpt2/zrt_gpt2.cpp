@@ -147,6 +147,9 @@ void add_options(CLI::App &app, Cli &c) {
       ->check(training::kNonNegative)
       ->capture_default_str();
   training::add_start_options(app, c.resume, c.init_from);
+  app.add_option("--dump-logits", c.train.dump_logits,
+                 "write the logits of one validation batch (--batch x --seq) to this file "
+                 "(float32) and its token ids to FILE.json, and stop without training");
 }
 
 gpt2::Gpt2Config model_config(const Cli &c) {

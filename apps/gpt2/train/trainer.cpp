@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -157,9 +158,13 @@ struct Trainer::Impl {
       training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
     else
       model_.init_parameters(opt_.seed);
-    install_stop_signals();
     TrainResult result;
     result.first_step = step;
+    if (!opt_.dump_logits.empty()) {
+      dump_logits();
+      return result;
+    }
+    install_stop_signals();
     const int accum = std::max(1, opt_.optimizer.accumulation_steps);
     const double tokens_per_step =
         double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
@@ -328,6 +333,41 @@ struct Trainer::Impl {
     if (m.peak_offloaded == 0) return "";
     return fmt::format(" (+ {} offloaded to host memory, {:.2f} s waited for copies)",
                        format_bytes(m.peak_offloaded), m.exposed_seconds);
+  }
+
+  // --dump-logits: the model's logits for the first validation batch (this rank's), for
+  // comparing the model elsewhere (the ONNX export in ONNX Runtime). PATH gets the logits,
+  // float32 [batch, seq, vocab] little-endian; PATH.json the shape and the token ids.
+  // Collective (the forward pass gathers parameters at stage 3); rank 0 writes.
+  void dump_logits() {
+    if (!val_loader_)
+      throw std::invalid_argument("--dump-logits: no validation data to take a batch from");
+    val_loader_->reset();
+    val_loader_->next(batch_.inputs, batch_.targets);
+    batch_.to_device();
+    model_.forward(acts_, batch_.d_inputs, decltype(batch_.d_targets)(), opt_.batch, opt_.seq);
+    if (!lead_) return;
+    const int64_t V = opt_.config.vocab_size;
+    const size_t n = static_cast<size_t>(opt_.batch) * opt_.seq * static_cast<size_t>(V);
+    std::vector<float> host(n);
+    Kokkos::deep_copy(Kokkos::View<float *, Kokkos::HostSpace, Unmanaged>(host.data(), n),
+                      Kokkos::View<const float *, MemSpace, Unmanaged>(acts_.logits, n));
+    const std::string path = opt_.dump_logits.string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(host.data()),
+              static_cast<std::streamsize>(n * sizeof(float)));
+    std::ofstream meta(path + ".json", std::ios::trunc);
+    meta << nlohmann::json{{"batch", opt_.batch},
+                           {"seq", opt_.seq},
+                           {"vocab", V},
+                           {"dtype", "float32"},
+                           {"input_ids", batch_.inputs}}
+                .dump()
+         << '\n';
+    if (!out || !meta)
+      throw std::runtime_error(fmt::format("--dump-logits {}: cannot write", path));
+    fmt::print("logits of one validation batch ({} x {} x {}) in {}, the token ids in {}.json\n",
+               opt_.batch, opt_.seq, V, path, path);
   }
 
   EvalMetrics evaluate(int64_t step) {

@@ -61,6 +61,7 @@ struct TrainOptions {
   int64_t save_every = 0;             // 0: only at the end (or on a signal)
   std::filesystem::path resume_path;  // continue from this checkpoint
   std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
+  std::filesystem::path dump_logits;  // write one batch's logits and stop (--dump-logits)
 };
 
 struct TrainResult {
