@@ -6,6 +6,7 @@
 //   zrt-ckpt diff A B
 //   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
 //            [--names hf [--model gpt2|bert]]
+//   zrt-ckpt export FILE --format onnx --output OUT [--model gpt2] [--external-data]
 //   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...] [--names hf --model gpt2|bert]
 //
 // Exit status: 0 on success (for verify: all checksums match and no value is NaN or Inf;
@@ -19,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +28,10 @@
 #include <vector>
 
 #include "hf_names.hpp"
+#ifdef ZRT_CKPT_HAVE_ONNX
+#include "gpt2_onnx.hpp"
+#include "onnx_graph.hpp"
+#endif
 #include "safetensors.hpp"
 #include "weights_file.hpp"
 
@@ -187,7 +193,7 @@ int diff(const std::string &a_path, const std::string &b_path) {
 // The model a checkpoint's weights belong to, for --names hf: --model, else the program
 // that saved it (its metadata's "program").
 weights::ModelKind model_of(const nlohmann::json &described, const std::string &model,
-                            const std::string &path) {
+                            const std::string &path, const char *what = "--names hf") {
   std::string name = model;
   if (name.empty()) {
     nlohmann::json meta = described.value("metadata", nlohmann::json::object());
@@ -197,18 +203,86 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
   auto kind = weights::model_kind(name);
   if (!kind)
     throw Failure(name.empty()
-                      ? fmt::format("--names hf: {} does not say which model it is (no program "
-                                    "in its metadata); give --model gpt2 or --model bert",
-                                    path)
-                      : fmt::format("--names hf: no Hugging Face names for model '{}' (gpt2 or "
-                                    "bert)",
-                                    name));
+                      ? fmt::format("{}: {} does not say which model it is (no program in its "
+                                    "metadata); give --model gpt2 or --model bert",
+                                    what, path)
+                      : fmt::format("{}: unknown model '{}' (gpt2 or bert)", what, name));
   return *kind;
 }
 
+#ifdef ZRT_CKPT_HAVE_ONNX
+// --format onnx: the model's inference graph with the checkpoint's weights. The model's
+// shape comes from the checkpoint's metadata (the program that saved it), so only the
+// weights' shapes need checking. Written to OUT.partial and renamed: a failure leaves no
+// file behind.
+int export_onnx(const std::string &path, const nlohmann::json &described, const std::string &out,
+                const std::string &model, bool external) {
+  const weights::ModelKind kind = model_of(described, model, path, "--format onnx");
+  if (kind != weights::ModelKind::gpt2)
+    throw Failure("--format onnx: the BERT graph is not written yet; GPT-2 only");
+  nlohmann::json meta = described.value("metadata", nlohmann::json::object());
+  if (meta.is_string()) meta = nlohmann::json::parse(meta.get<std::string>(), nullptr, false);
+  const nlohmann::json m =
+      meta.is_object() ? meta.value("model", nlohmann::json()) : nlohmann::json();
+  if (!m.is_object() || !m.contains("n_layer"))
+    throw Failure(
+        fmt::format("--format onnx: {} does not say the model's shape (no \"model\" "
+                    "in its metadata: it was not saved by zrt-gpt2)",
+                    path));
+  zonnx::Gpt2Shape shape{m.value("n_layer", 0), m.value("n_head", 0), m.value("n_embd", int64_t{0}),
+                         m.value("vocab_size", int64_t{0}), m.value("n_positions", int64_t{0})};
+  weights::WeightsFile file(path);
+  std::map<std::string, size_t> index;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < file.tensors().size(); ++i) {
+    index[file.tensors()[i].name] = i;
+    int64_t n = 1;
+    for (int64_t d : file.tensors()[i].shape)
+      n *= d;
+    bytes += 4 * n;
+  }
+  // Protobuf refuses messages past 2 GB: larger weights go to a side file.
+  external = external || bytes > (int64_t{3} << 29);
+  const std::filesystem::path target(out), partial(out + ".partial");
+  const std::string side = target.filename().string() + ".data";
+  try {
+    zonnx::OnnxGraph graph("zerort_gpt2", partial, external ? side : std::string());
+    zonnx::build_gpt2(graph, shape, [&](const std::string &name) {
+      auto it = index.find(name);
+      if (it == index.end())
+        throw Failure(fmt::format("--format onnx: {} lacks the tensor {}", path, name));
+      return std::pair{file.tensors()[it->second].shape, file.read(it->second)};
+    });
+    graph.write(partial);
+    std::filesystem::rename(partial, target);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(partial, ignored);
+    if (external) std::filesystem::remove(target.parent_path() / side, ignored);
+    throw;
+  }
+  fmt::print(
+      "{}: GPT-2 ({} layers, {} heads, {} channels) as ONNX opset 17{}: input_ids "
+      "[batch, seq] -> logits [batch, seq, {}]\n",
+      out, shape.layers, shape.heads, shape.channels,
+      external ? fmt::format(", weights in {}", side) : std::string(), shape.vocab);
+  return 0;
+}
+#endif
+
 int export_file(const std::string &path, const std::string &format, const std::string &out,
-                const std::string &dtype, const std::string &names, const std::string &model) {
+                const std::string &dtype, const std::string &names, const std::string &model,
+                bool external) {
   nlohmann::json d = describe(path);
+  if (format == "onnx") {
+#ifdef ZRT_CKPT_HAVE_ONNX
+    return export_onnx(path, d, out, model, external);
+#else
+    throw Failure(
+        "--format onnx: this zrt-ckpt was built without ONNX (install libonnx-dev "
+        "and libprotobuf-dev, then configure again)");
+#endif
+  }
   if (names == "hf" && format != "safetensors")
     throw Failure("--names hf: Hugging Face's names are for --format safetensors");
   std::optional<weights::ModelKind> kind;
@@ -315,7 +389,7 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   std::string file, other, format, output, dtype = "fp32", names = "zerort", model;
   std::vector<std::string> renames;
-  bool json = false, attributes_only = false;
+  bool json = false, attributes_only = false, external = false;
   auto *inspect_cmd =
       app.add_subcommand("inspect", "attributes and a table of tensors, norms, checksums");
   inspect_cmd->add_option("file", file, "checkpoint")->required();
@@ -332,9 +406,12 @@ int main(int argc, char **argv) {
   auto *export_cmd =
       app.add_subcommand("export", "the weights as safetensors or a weights-only checkpoint");
   export_cmd->add_option("file", file, "checkpoint")->required();
-  export_cmd->add_option("--format", format, "safetensors or hdf5-fp32")
+  export_cmd->add_option("--format", format, "safetensors, hdf5-fp32 or onnx")
       ->required()
-      ->check(CLI::IsMember({"safetensors", "hdf5-fp32"}));
+      ->check(CLI::IsMember({"safetensors", "hdf5-fp32", "onnx"}));
+  export_cmd->add_flag("--external-data", external,
+                       "onnx: the weights in OUT.data beside the model (ONNX's external data; "
+                       "automatic past 1.5 GB)");
   export_cmd->add_option("--output,-o", output, "output file")->required();
   export_cmd->add_option("--dtype", dtype, "safetensors dtype: fp32, bf16, fp16")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
@@ -358,7 +435,7 @@ int main(int argc, char **argv) {
     if (*inspect_cmd) return inspect(file, json, attributes_only);
     if (*verify_cmd) return verify(file);
     if (*diff_cmd) return diff(file, other);
-    if (*export_cmd) return export_file(file, format, output, dtype, names, model);
+    if (*export_cmd) return export_file(file, format, output, dtype, names, model, external);
     if (*import_cmd) return import_safetensors(file, output, renames, names, model);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "zrt-ckpt: %s\n", e.what());

@@ -1,0 +1,32 @@
+// GPT-2's inference graph in ONNX, from zrt-gpt2's weights:
+//   input_ids  int64 [batch, seq]          token ids (seq at most the model's positions)
+//   logits     float [batch, seq, vocab]   next-token logits, the causal mask applied
+// What zrt-gpt2's forward pass computes: pre-LN blocks, LayerNormalization (epsilon 1e-5,
+// opset 17's own op), causal attention, the tanh GELU from basic ops, the LM head tied to
+// wte. Batch and sequence length are dynamic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx_graph.hpp"
+
+namespace zonnx {
+
+struct Gpt2Shape {
+  int layers = 0, heads = 0;
+  int64_t channels = 0, vocab = 0, positions = 0;
+};
+
+/// A tensor of zrt-gpt2's layout by name ("h0.attn.qkv.weight"): its shape and fp32 values.
+using WeightReader =
+    std::function<std::pair<std::vector<int64_t>, std::vector<float>>(const std::string &)>;
+
+/// Adds the graph to @p g, reading each weight once, in order. Throws std::invalid_argument
+/// naming a tensor whose shape is not the one @p shape implies.
+void build_gpt2(OnnxGraph &g, const Gpt2Shape &shape, const WeightReader &read);
+
+}  // namespace zonnx

@@ -1,0 +1,173 @@
+#include "onnx_graph.hpp"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <stdexcept>
+
+namespace zonnx {
+namespace {
+
+onnx::TensorProto_DataType proto_type(ElemType t) {
+  return t == ElemType::float32 ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64;
+}
+
+void value_info(onnx::ValueInfoProto *vi, const std::string &name, ElemType type,
+                const std::vector<Dim> &dims) {
+  vi->set_name(name);
+  auto *tensor = vi->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(proto_type(type));
+  auto *shape = tensor->mutable_shape();
+  for (const Dim &d : dims) {
+    auto *dim = shape->add_dim();
+    if (const int64_t *size = std::get_if<int64_t>(&d))
+      dim->set_dim_value(*size);
+    else
+      dim->set_dim_param(std::get<std::string>(d));
+  }
+}
+
+}  // namespace
+
+OnnxGraph::OnnxGraph(const std::string &name, const std::filesystem::path &model_path,
+                     const std::string &external_data)
+    : model_(std::make_unique<onnx::ModelProto>()), external_name_(external_data) {
+  // IR 8 and opset 17: what ONNX 1.12's checker knows (ONNX Runtime 1.30 reads IR 3-13).
+  model_->set_ir_version(8);
+  model_->set_producer_name("zerort");
+  model_->set_producer_version("zrt-ckpt");
+  auto *opset = model_->add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  graph_ = model_->mutable_graph();
+  graph_->set_name(name);
+  if (!external_name_.empty()) {
+    const std::filesystem::path side = model_path.parent_path() / external_name_;
+    external_.open(side, std::ios::binary | std::ios::trunc);
+    if (!external_) throw std::runtime_error(fmt::format("cannot create {}", side.string()));
+  }
+}
+
+OnnxGraph::~OnnxGraph() = default;
+
+void OnnxGraph::input(const std::string &name, ElemType type, const std::vector<Dim> &dims) {
+  value_info(graph_->add_input(), name, type, dims);
+}
+
+void OnnxGraph::output(const std::string &name, ElemType type, const std::vector<Dim> &dims) {
+  value_info(graph_->add_output(), name, type, dims);
+}
+
+std::string OnnxGraph::weight(const std::string &name, const std::vector<int64_t> &shape,
+                              const std::vector<float> &values) {
+  auto *t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape)
+    t->add_dims(d);
+  // raw_data is little-endian, as this host (x86-64, aarch64) is.
+  const auto *bytes = reinterpret_cast<const char *>(values.data());
+  const int64_t size = static_cast<int64_t>(values.size() * sizeof(float));
+  weight_bytes_ += size;
+  if (!external_.is_open()) {
+    t->set_raw_data(bytes, static_cast<size_t>(size));
+    return name;
+  }
+  external_.write(bytes, size);
+  if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (auto [key, value] : {std::pair{"location", external_name_},
+                            std::pair{"offset", std::to_string(external_offset_)},
+                            std::pair{"length", std::to_string(size)}}) {
+    auto *e = t->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  }
+  external_offset_ += size;
+  return name;
+}
+
+std::string OnnxGraph::ints(const std::vector<int64_t> &values, const std::vector<int64_t> &shape) {
+  auto *t = graph_->add_initializer();
+  const std::string name = fmt::format("const_{}", next_++);
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : shape)
+    t->add_dims(d);
+  for (int64_t v : values)
+    t->add_int64_data(v);
+  return name;
+}
+
+std::string OnnxGraph::scalar(float value) {
+  auto *t = graph_->add_initializer();
+  const std::string name = fmt::format("const_{}", next_++);
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(value);
+  return name;
+}
+
+std::vector<std::string> OnnxGraph::nodes(const std::string &op,
+                                          const std::vector<std::string> &inputs,
+                                          const std::string &hint, int outputs,
+                                          const std::vector<Attr> &attrs) {
+  auto *n = graph_->add_node();
+  n->set_op_type(op);
+  n->set_name(fmt::format("{}_{}", hint, next_));
+  for (const std::string &in : inputs)
+    n->add_input(in);
+  std::vector<std::string> names;
+  for (int i = 0; i < outputs; ++i) {
+    names.push_back(fmt::format("{}_{}{}", hint, next_, outputs > 1 ? fmt::format("_{}", i) : ""));
+    n->add_output(names.back());
+  }
+  ++next_;
+  for (const Attr &a : attrs) {
+    auto *p = n->add_attribute();
+    p->set_name(a.name);
+    if (const int64_t *i = std::get_if<int64_t>(&a.value)) {
+      p->set_type(onnx::AttributeProto::INT);
+      p->set_i(*i);
+    } else if (const float *f = std::get_if<float>(&a.value)) {
+      p->set_type(onnx::AttributeProto::FLOAT);
+      p->set_f(*f);
+    } else {
+      p->set_type(onnx::AttributeProto::INTS);
+      for (int64_t v : std::get<std::vector<int64_t>>(a.value))
+        p->add_ints(v);
+    }
+  }
+  return names;
+}
+
+std::string OnnxGraph::node(const std::string &op, const std::vector<std::string> &inputs,
+                            const std::string &hint, const std::vector<Attr> &attrs) {
+  return nodes(op, inputs, hint, 1, attrs)[0];
+}
+
+void OnnxGraph::name_output(const std::string &value, const std::string &name) {
+  auto *n = graph_->add_node();
+  n->set_op_type("Identity");
+  n->set_name(name);
+  n->add_input(value);
+  n->add_output(name);
+}
+
+void OnnxGraph::write(const std::filesystem::path &path) {
+  if (external_.is_open()) {
+    external_.close();
+    if (!external_) throw std::runtime_error(fmt::format("cannot finish {}", external_name_));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(fmt::format("cannot create {}", path.string()));
+  if (!model_->SerializeToOstream(&out))
+    throw std::runtime_error(fmt::format(
+        "cannot serialize the model to {} ({} of weights inline: past protobuf's 2 GB, use "
+        "--external-data)",
+        path.string(), weight_bytes_));
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
+
+}  // namespace zonnx

@@ -1,0 +1,82 @@
+// An ONNX model built with ONNX's own protobuf classes (Debian's libonnx-dev: ONNX 1.12, IR
+// version 8, opset 17), not by writing bytes by hand: nodes, int64 constants and fp32
+// weights, inputs and outputs with named (dynamic) dimensions. Weights go inline, or, for
+// models past protobuf's 2 GB limit, to a side file in ONNX's external-data format as they
+// are added, so that the model's bytes are never all in memory twice.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+class GraphProto;
+}  // namespace onnx
+
+namespace zonnx {
+
+/// A node attribute: an int, a float or a list of ints.
+struct Attr {
+  std::string name;
+  std::variant<int64_t, float, std::vector<int64_t>> value;
+};
+
+/// A dimension: a size, or a name for a dynamic one ("batch").
+using Dim = std::variant<int64_t, std::string>;
+
+enum class ElemType { float32, int64 };
+
+class OnnxGraph {
+ public:
+  /// @p external_data: the side file's name, beside the model ("model.onnx.data"); empty
+  /// for weights inline.
+  OnnxGraph(const std::string &name, const std::filesystem::path &model_path,
+            const std::string &external_data);
+  ~OnnxGraph();
+  OnnxGraph(const OnnxGraph &) = delete;
+  OnnxGraph &operator=(const OnnxGraph &) = delete;
+
+  void input(const std::string &name, ElemType type, const std::vector<Dim> &dims);
+  void output(const std::string &name, ElemType type, const std::vector<Dim> &dims);
+
+  /// An fp32 weight (initializer) named @p name; returns the name.
+  std::string weight(const std::string &name, const std::vector<int64_t> &shape,
+                     const std::vector<float> &values);
+  /// An int64 constant of @p shape (empty: a scalar); returns its name.
+  std::string ints(const std::vector<int64_t> &values, const std::vector<int64_t> &shape);
+  /// An fp32 scalar constant; returns its name.
+  std::string scalar(float value);
+
+  /// A node of @p op with one output, named after @p hint and numbered; returns it.
+  std::string node(const std::string &op, const std::vector<std::string> &inputs,
+                   const std::string &hint, const std::vector<Attr> &attrs = {});
+  /// A node with @p outputs outputs; returns their names.
+  std::vector<std::string> nodes(const std::string &op, const std::vector<std::string> &inputs,
+                                 const std::string &hint, int outputs,
+                                 const std::vector<Attr> &attrs = {});
+  /// Renames the output @p value to @p name (an Identity node), for a graph output.
+  void name_output(const std::string &value, const std::string &name);
+
+  /// Serializes the model to @p path (and finishes the side file). Throws
+  /// std::runtime_error when the model cannot be written (past 2 GB inline: use external
+  /// data).
+  void write(const std::filesystem::path &path);
+
+  /// Bytes of weights so far.
+  int64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  std::unique_ptr<onnx::ModelProto> model_;
+  onnx::GraphProto *graph_;
+  std::string external_name_;
+  std::ofstream external_;
+  int64_t external_offset_ = 0, weight_bytes_ = 0;
+  int next_ = 0;
+};
+
+}  // namespace zonnx

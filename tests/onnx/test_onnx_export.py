@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Models out to ONNX: a GPT-2 trained at stage 3 on 2 ranks, exported by zrt-ckpt, passes
+ONNX's checker (full_check) and computes in ONNX Runtime what zrt-gpt2's forward pass
+computes on a batch of real tokens.
+
+    test_onnx_export.py BUILD_DIR DATA_CACHE ORT_DIR
+
+- zrt-gpt2 --dump-logits: the logits of one validation batch and its token ids;
+- zrt-ckpt export --format onnx, inline and with --external-data;
+- onnx.checker.check_model(full_check=True) (Debian's python3-onnx) on each;
+- compare_logits.js in onnxruntime-node: max |difference| <= 1e-4, the same argmax;
+- bad input: a checkpoint without the model's shape, an output folder that does not exist:
+  exit status 2, the culprit named, no file left behind.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+build, cache, ort_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+here = os.path.dirname(os.path.abspath(__file__))
+mpirun = os.path.join(here, "..", "..", "scripts", "mpirun-local")
+apps = os.path.join(build, "apps")
+gpt2, ckpt_tool = os.path.join(apps, "zrt-gpt2"), os.path.join(apps, "zrt-ckpt")
+env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NODE_PATH=os.path.join(ort_dir, "node_modules"))
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(args, timeout=300, cwd=None):
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    data = os.path.join(cache, "moby-dick")
+    shape = ["--config", "d2", "--seq", "64", "--batch", "2", "--data", data]
+    ckpt = os.path.join(tmp, "d2.h5")
+    r = run([mpirun, "2", gpt2] + shape + ["--steps", "6", "--zero-stage", "3", "--eval-batches",
+                                           "1", "--sample-every", "-1", "--save", ckpt])
+    check(r.returncode == 0, f"d2 trains 6 steps at stage 3 on 2 ranks ({r.stderr[-300:]})")
+    logits = os.path.join(tmp, "logits.bin")
+    r = run([gpt2] + shape + ["--init-from", ckpt, "--dump-logits", logits])
+    check(r.returncode == 0 and os.path.getsize(logits) == 2 * 64 * 50257 * 4,
+          f"zrt-gpt2 --dump-logits writes one batch's logits ({r.stderr[-300:]})")
+
+    for variant, extra in (("inline", []), ("external", ["--external-data"])):
+        model = os.path.join(tmp, f"{variant}.onnx")
+        r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", model] + extra)
+        check(r.returncode == 0 and "input_ids [batch, seq] -> logits [batch, seq, 50257]" in r.stdout,
+              f"{variant}: zrt-ckpt export --format onnx ({r.stdout.strip()} {r.stderr.strip()})")
+        side = model + ".data"
+        check(os.path.exists(side) == (variant == "external"),
+              f"{variant}: the weights {'beside' if extra else 'inside'} the model")
+        # The checker rewrites the file it checks (shape inference): check a copy, by path so
+        # that external data resolves.
+        copy_dir = os.path.join(tmp, f"check-{variant}")
+        os.makedirs(copy_dir)
+        shutil.copy(model, copy_dir)
+        if os.path.exists(side):
+            shutil.copy(side, copy_dir)
+        r = run(["/usr/bin/python3", "-c",
+                 "import onnx,sys; onnx.checker.check_model(sys.argv[1], full_check=True)",
+                 os.path.join(copy_dir, os.path.basename(model))])
+        check(r.returncode == 0, f"{variant}: onnx.checker.check_model(full_check=True) passes "
+              f"{r.stderr.strip()[-300:]}")
+        r = run(["node", os.path.join(here, "compare_logits.js"), model, logits])
+        result = json.loads(r.stdout) if r.returncode == 0 else {}
+        print(f"     {variant}: {result}")
+        check(result.get("max_abs_diff", 1) <= 1e-4 and result.get("argmax_agree") == 1,
+              f"{variant}: ONNX Runtime's logits are zrt-gpt2's (max |difference| "
+              f"{result.get('max_abs_diff')}, of logits up to {result.get('max_abs_logit')}) "
+              f"{r.stderr.strip()[-300:]}")
+
+    # Bad input.
+    weights_only = os.path.join(tmp, "weights.h5")
+    run([ckpt_tool, "export", ckpt, "--format", "hdf5-fp32", "-o", weights_only])
+    out = os.path.join(tmp, "w.onnx")
+    r = run([ckpt_tool, "export", weights_only, "--format", "onnx", "-o", out])
+    check(r.returncode == 2 and "does not say which model it is" in r.stderr and
+          not os.path.exists(out), f"a file without its model: refused ({r.stderr.strip()})")
+    r = run([ckpt_tool, "export", weights_only, "--format", "onnx", "--model", "gpt2", "-o", out])
+    check(r.returncode == 2 and "does not say the model's shape" in r.stderr and
+          not os.path.exists(out), f"a file without the model's shape: refused ({r.stderr.strip()})")
+    out = os.path.join(tmp, "missing", "m.onnx")
+    r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", out])
+    check(r.returncode == 2 and "missing/m.onnx" in r.stderr and not os.listdir(tmp).count("missing"),
+          f"an output folder that does not exist: refused, naming it ({r.stderr.strip()})")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
