@@ -142,6 +142,10 @@ void add_options(CLI::App &app, Cli &c) {
       ->check(kNonNegative)
       ->capture_default_str();
   training::add_start_options(app, c.resume, c.init_from);
+  app.add_option("--dump-logits", c.train.dump_logits,
+                 "write the MLM and NSP probabilities and the pooled output of one validation "
+                 "batch to this file (float32), its inputs to FILE.json, and stop without "
+                 "training");
 }
 
 // The vocabulary beside prepare's example files (DATA = ROOT/bert/CORPUS: ROOT/tokenizer),

@@ -6,7 +6,7 @@
 //   zrt-ckpt diff A B
 //   zrt-ckpt export FILE --format safetensors|hdf5-fp32 --output OUT [--dtype bf16]
 //            [--names hf [--model gpt2|bert]]
-//   zrt-ckpt export FILE --format onnx --output OUT [--model gpt2] [--external-data]
+//   zrt-ckpt export FILE --format onnx --output OUT [--model gpt2|bert] [--external-data]
 //   zrt-ckpt import-safetensors IN OUT [--rename FROM=TO ...] [--names hf --model gpt2|bert]
 //
 // Exit status: 0 on success (for verify: all checksums match and no value is NaN or Inf;
@@ -29,6 +29,7 @@
 
 #include "hf_names.hpp"
 #ifdef ZRT_CKPT_HAVE_ONNX
+#include "bert_onnx.hpp"
 #include "gpt2_onnx.hpp"
 #include "onnx_graph.hpp"
 #endif
@@ -218,19 +219,24 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
 int export_onnx(const std::string &path, const nlohmann::json &described, const std::string &out,
                 const std::string &model, bool external) {
   const weights::ModelKind kind = model_of(described, model, path, "--format onnx");
-  if (kind != weights::ModelKind::gpt2)
-    throw Failure("--format onnx: the BERT graph is not written yet; GPT-2 only");
+  const bool is_gpt2 = kind == weights::ModelKind::gpt2;
   nlohmann::json meta = described.value("metadata", nlohmann::json::object());
   if (meta.is_string()) meta = nlohmann::json::parse(meta.get<std::string>(), nullptr, false);
   const nlohmann::json m =
       meta.is_object() ? meta.value("model", nlohmann::json()) : nlohmann::json();
-  if (!m.is_object() || !m.contains("n_layer"))
+  if (!m.is_object() || !m.contains(is_gpt2 ? "n_layer" : "num_hidden_layers"))
     throw Failure(
         fmt::format("--format onnx: {} does not say the model's shape (no \"model\" "
-                    "in its metadata: it was not saved by zrt-gpt2)",
-                    path));
-  zonnx::Gpt2Shape shape{m.value("n_layer", 0), m.value("n_head", 0), m.value("n_embd", int64_t{0}),
-                         m.value("vocab_size", int64_t{0}), m.value("n_positions", int64_t{0})};
+                    "in its metadata: it was not saved by zrt-{})",
+                    path, is_gpt2 ? "gpt2" : "bert"));
+  const zonnx::Gpt2Shape gpt2{m.value("n_layer", 0), m.value("n_head", 0),
+                              m.value("n_embd", int64_t{0}), m.value("vocab_size", int64_t{0}),
+                              m.value("n_positions", int64_t{0})};
+  const zonnx::BertShape bert{
+      m.value("num_hidden_layers", 0),        m.value("num_attention_heads", 0),
+      m.value("hidden_size", int64_t{0}),     m.value("intermediate_size", int64_t{0}),
+      m.value("vocab_size", int64_t{0}),      m.value("max_position_embeddings", int64_t{0}),
+      m.value("type_vocab_size", int64_t{0}), m.value("layer_norm_eps", 1e-12f)};
   weights::WeightsFile file(path);
   std::map<std::string, size_t> index;
   int64_t bytes = 0;
@@ -246,13 +252,18 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
   const std::filesystem::path target(out), partial(out + ".partial");
   const std::string side = target.filename().string() + ".data";
   try {
-    zonnx::OnnxGraph graph("zerort_gpt2", partial, external ? side : std::string());
-    zonnx::build_gpt2(graph, shape, [&](const std::string &name) {
+    zonnx::OnnxGraph graph(is_gpt2 ? "zerort_gpt2" : "zerort_bert", partial,
+                           external ? side : std::string());
+    const zonnx::WeightReader read = [&](const std::string &name) {
       auto it = index.find(name);
       if (it == index.end())
         throw Failure(fmt::format("--format onnx: {} lacks the tensor {}", path, name));
       return std::pair{file.tensors()[it->second].shape, file.read(it->second)};
-    });
+    };
+    if (is_gpt2)
+      zonnx::build_gpt2(graph, gpt2, read);
+    else
+      zonnx::build_bert(graph, bert, read);
     graph.write(partial);
     std::filesystem::rename(partial, target);
   } catch (...) {
@@ -261,11 +272,18 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
     if (external) std::filesystem::remove(target.parent_path() / side, ignored);
     throw;
   }
-  fmt::print(
-      "{}: GPT-2 ({} layers, {} heads, {} channels) as ONNX opset 17{}: input_ids "
-      "[batch, seq] -> logits [batch, seq, {}]\n",
-      out, shape.layers, shape.heads, shape.channels,
-      external ? fmt::format(", weights in {}", side) : std::string(), shape.vocab);
+  const std::string where = external ? fmt::format(", weights in {}", side) : std::string();
+  if (is_gpt2)
+    fmt::print(
+        "{}: GPT-2 ({} layers, {} heads, {} channels) as ONNX opset 17{}: input_ids "
+        "[batch, seq] -> logits [batch, seq, {}]\n",
+        out, gpt2.layers, gpt2.heads, gpt2.channels, where, gpt2.vocab);
+  else
+    fmt::print(
+        "{}: BERT ({} layers, hidden {}, {} heads) as ONNX opset 17{}: input_ids, "
+        "token_type_ids, attention_mask [batch, seq] -> mlm_logits [batch, seq, {}], "
+        "nsp_logits [batch, 2], pooled_output [batch, {}]\n",
+        out, bert.layers, bert.hidden, bert.heads, where, bert.vocab, bert.hidden);
   return 0;
 }
 #endif

@@ -7,12 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "onnx_graph.hpp"
+#include "model_builder.hpp"
 
 namespace zonnx {
 
@@ -20,10 +18,6 @@ struct Gpt2Shape {
   int layers = 0, heads = 0;
   int64_t channels = 0, vocab = 0, positions = 0;
 };
-
-/// A tensor of zrt-gpt2's layout by name ("h0.attn.qkv.weight"): its shape and fp32 values.
-using WeightReader =
-    std::function<std::pair<std::vector<int64_t>, std::vector<float>>(const std::string &)>;
 
 /// Adds the graph to @p g, reading each weight once, in order. Throws std::invalid_argument
 /// naming a tensor whose shape is not the one @p shape implies.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Models out to ONNX: a GPT-2 trained at stage 3 on 2 ranks, exported by zrt-ckpt, passes
-ONNX's checker (full_check) and computes in ONNX Runtime what zrt-gpt2's forward pass
-computes on a batch of real tokens.
+"""Models out to ONNX: a GPT-2 and a BERT trained at stage 3 on 2 ranks, exported by
+zrt-ckpt, pass ONNX's checker (full_check) and compute in ONNX Runtime what zrt-gpt2's and
+zrt-bert's forward passes compute on a batch of real tokens.
 
     test_onnx_export.py BUILD_DIR DATA_CACHE ORT_DIR
 
@@ -9,6 +9,8 @@ computes on a batch of real tokens.
 - zrt-ckpt export --format onnx, inline and with --external-data;
 - onnx.checker.check_model(full_check=True) (Debian's python3-onnx) on each;
 - compare_logits.js in onnxruntime-node: max |difference| <= 1e-4, the same argmax;
+- BERT: a batch with padding; the pooled output within 1e-4, the MLM (at every real token)
+  and NSP probabilities within 1e-5 of zrt-bert's, the same MLM argmax;
 - bad input: a checkpoint without the model's shape, an output folder that does not exist:
   exit status 2, the culprit named, no file left behind.
 """
@@ -77,6 +79,40 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{variant}: ONNX Runtime's logits are zrt-gpt2's (max |difference| "
               f"{result.get('max_abs_diff')}, of logits up to {result.get('max_abs_logit')}) "
               f"{r.stderr.strip()[-300:]}")
+
+    # BERT: a batch of 4 x 128 whose shorter sequences are padded.
+    bert_app = os.path.join(apps, "zrt-bert")
+    bshape = ["--config", "bert-tiny", "--seq", "128", "--batch", "4", "--data",
+              os.path.join(cache, "bert", "moby-dick")]
+    bckpt = os.path.join(tmp, "bert.h5")
+    r = run([mpirun, "2", bert_app] + bshape + ["--steps", "3", "--zero-stage", "3",
+                                               "--eval-batches", "1", "--save", bckpt])
+    check(r.returncode == 0, f"bert-tiny trains 3 steps at stage 3 on 2 ranks ({r.stderr[-300:]})")
+    bdump = os.path.join(tmp, "bert.bin")
+    r = run([bert_app] + bshape + ["--init-from", bckpt, "--dump-logits", bdump])
+    check(r.returncode == 0, f"zrt-bert --dump-logits ({r.stderr[-300:]})")
+    bmodel = os.path.join(tmp, "bert.onnx")
+    r = run([ckpt_tool, "export", bckpt, "--format", "onnx", "-o", bmodel])
+    check(r.returncode == 0 and "-> mlm_logits [batch, seq, 30522], nsp_logits [batch, 2], "
+          "pooled_output [batch, 128]" in r.stdout, f"bert: zrt-ckpt export --format onnx "
+          f"({r.stdout.strip()} {r.stderr.strip()})")
+    os.makedirs(os.path.join(tmp, "check-bert"))
+    shutil.copy(bmodel, os.path.join(tmp, "check-bert"))
+    r = run(["/usr/bin/python3", "-c",
+             "import onnx,sys; onnx.checker.check_model(sys.argv[1], full_check=True)",
+             os.path.join(tmp, "check-bert", "bert.onnx")])
+    check(r.returncode == 0, f"bert: onnx.checker.check_model(full_check=True) passes "
+          f"{r.stderr.strip()[-300:]}")
+    r = run(["node", os.path.join(here, "compare_logits.js"), bmodel, bdump])
+    result = json.loads(r.stdout) if r.returncode == 0 else {}
+    print(f"     bert: {result}")
+    check(0 < result.get("tokens", 0) < 4 * 128, f"bert: the batch has padding "
+          f"({result.get('tokens')} real tokens of {4 * 128})")
+    check(result.get("max_abs_diff", 1) <= 1e-4 and result.get("mlm_prob_diff", 1) <= 1e-5 and
+          result.get("nsp_prob_diff", 1) <= 1e-5 and result.get("argmax_agree") == 1,
+          f"bert: ONNX Runtime computes zrt-bert's outputs (pooled {result.get('max_abs_diff')}, "
+          f"MLM probabilities {result.get('mlm_prob_diff')}, NSP {result.get('nsp_prob_diff')}) "
+          f"{r.stderr.strip()[-300:]}")
 
     # Bad input.
     weights_only = os.path.join(tmp, "weights.h5")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 
 #include "model/bert_model.hpp"
@@ -218,9 +219,13 @@ struct BertTrainer::Impl {
       training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
     else
       model_.init_parameters(opt_.seed);
-    training::install_stop_signals();
     BertTrainResult result;
     result.first_step = step;
+    if (!opt_.dump_logits.empty()) {
+      dump_logits();
+      return result;
+    }
+    training::install_stop_signals();
     const double tokens_per_step = double(global_batch_) * opt_.seq;
     double time_sum = 0;
     training::DivergenceWatch divergence(opt_.max_skipped_steps);
@@ -310,6 +315,70 @@ struct BertTrainer::Impl {
               {"val_loss", result.evals.empty() ? nlohmann::json()
                                                 : nlohmann::json(result.evals.back().loss)}});
     return result;
+  }
+
+  // --dump-logits: the heads' outputs for this rank's first validation batch, to compare
+  // the model elsewhere (the ONNX export in ONNX Runtime). Every real token is predicted
+  // (its own label), so the MLM head covers all of them. PATH gets float32: the MLM
+  // probabilities [P, vocab] at the positions PATH.json lists (b * seq + t), the NSP
+  // probabilities [batch, 2], the pooled output [batch, hidden]; PATH.json also the inputs.
+  // Collective (the forward pass gathers parameters at stage 3); rank 0 writes.
+  void dump_logits() {
+    if (!val_)
+      throw std::invalid_argument("--dump-logits: no validation data to take a batch from");
+    const int B = opt_.batch, T = opt_.seq;
+    HostBatch &h = host_[0];
+    fill_batch(*val_,
+               PretrainingExamples::first_sample(0, size_t(B) * size_t(world_.size), world_.size,
+                                                 world_.rank, size_t(B), 0),
+               B, h);
+    std::vector<int> rows, mask(size_t(B) * T, 0);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < h.lengths[size_t(b)]; ++t) {
+        const size_t i = size_t(b) * T + t;
+        h.mlm_labels[i] = h.input_ids[i];
+        mask[i] = 1;
+        rows.push_back(int(i));
+      }
+    BertActivations<float> acts(opt_.config, B, T, B * T);
+    device_->set(h, opt_.config.vocab_size, opt_.config.type_vocab_size);
+    model_.forward(acts, device_->view());
+    if (!lead_) return;
+    const size_t P = rows.size(), V = size_t(opt_.config.vocab_size),
+                 H = size_t(opt_.config.hidden);
+    std::vector<float> host(P * V + size_t(B) * 2 + size_t(B) * H);
+    auto copy = [&](const float *from, size_t n, size_t at) {
+      Kokkos::deep_copy(
+          Kokkos::View<float *, Kokkos::HostSpace, nn::Unmanaged>(host.data() + at, n),
+          Kokkos::View<const float *, nn::MemSpace, nn::Unmanaged>(from, n));
+    };
+    copy(acts.mlm_logits, P * V, 0);
+    copy(acts.nsp_logits, size_t(B) * 2, P * V);
+    copy(acts.pooled, size_t(B) * H, P * V + size_t(B) * 2);
+    const std::string path = opt_.dump_logits.string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(host.data()),
+              static_cast<std::streamsize>(host.size() * sizeof(float)));
+    std::ofstream meta(path + ".json", std::ios::trunc);
+    meta << nlohmann::json{{"model", "bert"},
+                           {"batch", B},
+                           {"seq", T},
+                           {"vocab", V},
+                           {"hidden", H},
+                           {"dtype", "float32"},
+                           {"layout", {"mlm_probabilities", "nsp_probabilities", "pooled_output"}},
+                           {"mlm_rows", rows},
+                           {"input_ids", h.input_ids},
+                           {"token_type_ids", h.segment_ids},
+                           {"attention_mask", mask}}
+                .dump()
+         << '\n';
+    if (!out || !meta)
+      throw std::runtime_error(fmt::format("--dump-logits {}: cannot write", path));
+    fmt::print(
+        "MLM and NSP probabilities and the pooled output of one validation batch ({} x {}, "
+        "{} tokens) in {}, the inputs in {}.json\n",
+        B, T, P, path, path);
   }
 
   // The losses on the first eval_batches global batches of val.bin (the same examples and

@@ -59,7 +59,8 @@ struct BertTrainOptions {
   std::filesystem::path save_path;  // "{step}" becomes the step
   int64_t save_every = 0;
   std::filesystem::path resume_path;
-  std::filesystem::path init_from;  // weights only, fresh optimizer state (--init-from)
+  std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
+  std::filesystem::path dump_logits;  // write one batch's outputs and stop (--dump-logits)
 };
 
 /// One step's (or one evaluation's) figures, over the global batch.
