@@ -217,7 +217,9 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
 // weights' shapes need checking. Written to OUT.partial and renamed: a failure leaves no
 // file behind.
 int export_onnx(const std::string &path, const nlohmann::json &described, const std::string &out,
-                const std::string &model, bool external) {
+                const std::string &model, bool external, const std::string &dtype) {
+  if (dtype == "bf16")
+    throw Failure("--format onnx: --dtype fp32 or fp16 (ONNX Runtime's CPU kernels have no bf16)");
   const weights::ModelKind kind = model_of(described, model, path, "--format onnx");
   const bool is_gpt2 = kind == weights::ModelKind::gpt2;
   nlohmann::json meta = described.value("metadata", nlohmann::json::object());
@@ -253,7 +255,7 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
   const std::string side = target.filename().string() + ".data";
   try {
     zonnx::OnnxGraph graph(is_gpt2 ? "zerort_gpt2" : "zerort_bert", partial,
-                           external ? side : std::string());
+                           external ? side : std::string(), dtype == "fp16");
     const zonnx::WeightReader read = [&](const std::string &name) {
       auto it = index.find(name);
       if (it == index.end())
@@ -272,7 +274,8 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
     if (external) std::filesystem::remove(target.parent_path() / side, ignored);
     throw;
   }
-  const std::string where = external ? fmt::format(", weights in {}", side) : std::string();
+  const std::string where = fmt::format("{}{}", dtype == "fp16" ? ", fp16 weights" : "",
+                                        external ? fmt::format(", weights in {}", side) : "");
   if (is_gpt2)
     fmt::print(
         "{}: GPT-2 ({} layers, {} heads, {} channels) as ONNX opset 17{}: input_ids "
@@ -294,7 +297,7 @@ int export_file(const std::string &path, const std::string &format, const std::s
   nlohmann::json d = describe(path);
   if (format == "onnx") {
 #ifdef ZRT_CKPT_HAVE_ONNX
-    return export_onnx(path, d, out, model, external);
+    return export_onnx(path, d, out, model, external, dtype);
 #else
     throw Failure(
         "--format onnx: this zrt-ckpt was built without ONNX (install libonnx-dev "
@@ -431,7 +434,9 @@ int main(int argc, char **argv) {
                        "onnx: the weights in OUT.data beside the model (ONNX's external data; "
                        "automatic past 1.5 GB)");
   export_cmd->add_option("--output,-o", output, "output file")->required();
-  export_cmd->add_option("--dtype", dtype, "safetensors dtype: fp32, bf16, fp16")
+  export_cmd
+      ->add_option("--dtype", dtype,
+                   "the weights' dtype: fp32, bf16, fp16 (onnx: fp32 or fp16, computed in fp32)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   export_cmd
       ->add_option("--names", names, "zerort (as stored) or hf (Hugging Face's names and layouts)")

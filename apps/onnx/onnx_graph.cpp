@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
+#include <zerort/zerort.h>
 
 #include <stdexcept>
 
@@ -30,8 +31,10 @@ void value_info(onnx::ValueInfoProto *vi, const std::string &name, ElemType type
 }  // namespace
 
 OnnxGraph::OnnxGraph(const std::string &name, const std::filesystem::path &model_path,
-                     const std::string &external_data)
-    : model_(std::make_unique<onnx::ModelProto>()), external_name_(external_data) {
+                     const std::string &external_data, bool fp16_weights)
+    : model_(std::make_unique<onnx::ModelProto>()),
+      external_name_(external_data),
+      fp16_(fp16_weights) {
   // IR 8 and opset 17: what ONNX 1.12's checker knows (ONNX Runtime 1.30 reads IR 3-13).
   model_->set_ir_version(8);
   model_->set_producer_name("zerort");
@@ -62,29 +65,38 @@ std::string OnnxGraph::weight(const std::string &name, const std::vector<int64_t
                               const std::vector<float> &values) {
   auto *t = graph_->add_initializer();
   t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->set_data_type(fp16_ ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::FLOAT);
   for (int64_t d : shape)
     t->add_dims(d);
   // raw_data is little-endian, as this host (x86-64, aarch64) is.
-  const auto *bytes = reinterpret_cast<const char *>(values.data());
-  const int64_t size = static_cast<int64_t>(values.size() * sizeof(float));
+  std::vector<uint16_t> half;
+  if (fp16_) {
+    half.resize(values.size());
+    if (zrt_dtype_convert(values.data(), ZRT_DTYPE_FP32, half.data(), ZRT_DTYPE_FP16,
+                          values.size()) != ZRT_SUCCESS)
+      throw std::runtime_error(fmt::format("{} to fp16: {}", name, zrt_last_error_message()));
+  }
+  const auto *bytes = fp16_ ? reinterpret_cast<const char *>(half.data())
+                            : reinterpret_cast<const char *>(values.data());
+  const int64_t size = static_cast<int64_t>(values.size() * (fp16_ ? 2 : 4));
   weight_bytes_ += size;
   if (!external_.is_open()) {
     t->set_raw_data(bytes, static_cast<size_t>(size));
-    return name;
+  } else {
+    external_.write(bytes, size);
+    if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [key, value] : {std::pair{"location", external_name_},
+                              std::pair{"offset", std::to_string(external_offset_)},
+                              std::pair{"length", std::to_string(size)}}) {
+      auto *e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+    external_offset_ += size;
   }
-  external_.write(bytes, size);
-  if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
-  t->set_data_location(onnx::TensorProto::EXTERNAL);
-  for (auto [key, value] : {std::pair{"location", external_name_},
-                            std::pair{"offset", std::to_string(external_offset_)},
-                            std::pair{"length", std::to_string(size)}}) {
-    auto *e = t->add_external_data();
-    e->set_key(key);
-    e->set_value(value);
-  }
-  external_offset_ += size;
-  return name;
+  if (!fp16_) return name;
+  return node("Cast", {name}, name + "_fp32", {{"to", int64_t{onnx::TensorProto::FLOAT}}});
 }
 
 std::string OnnxGraph::ints(const std::vector<int64_t> &values, const std::vector<int64_t> &shape) {

@@ -34,9 +34,10 @@ enum class ElemType { float32, int64 };
 class OnnxGraph {
  public:
   /// @p external_data: the side file's name, beside the model ("model.onnx.data"); empty
-  /// for weights inline.
+  /// for weights inline. @p fp16_weights: weights stored as fp16 (half the file), each cast
+  /// to fp32 where the graph reads it, so the graph computes in fp32 either way.
   OnnxGraph(const std::string &name, const std::filesystem::path &model_path,
-            const std::string &external_data);
+            const std::string &external_data, bool fp16_weights = false);
   ~OnnxGraph();
   OnnxGraph(const OnnxGraph &) = delete;
   OnnxGraph &operator=(const OnnxGraph &) = delete;
@@ -44,7 +45,8 @@ class OnnxGraph {
   void input(const std::string &name, ElemType type, const std::vector<Dim> &dims);
   void output(const std::string &name, ElemType type, const std::vector<Dim> &dims);
 
-  /// An fp32 weight (initializer) named @p name; returns the name.
+  /// An fp32 weight (initializer) named @p name; returns the name of its fp32 value (@p name,
+  /// or its Cast's output with fp16 weights).
   std::string weight(const std::string &name, const std::vector<int64_t> &shape,
                      const std::vector<float> &values);
   /// An int64 constant of @p shape (empty: a scalar); returns its name.
@@ -76,6 +78,7 @@ class OnnxGraph {
   std::string external_name_;
   std::ofstream external_;
   int64_t external_offset_ = 0, weight_bytes_ = 0;
+  bool fp16_ = false;
   int next_ = 0;
 };
 

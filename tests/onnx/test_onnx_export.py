@@ -52,14 +52,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and os.path.getsize(logits) == 2 * 64 * 50257 * 4,
           f"zrt-gpt2 --dump-logits writes one batch's logits ({r.stderr[-300:]})")
 
-    for variant, extra in (("inline", []), ("external", ["--external-data"])):
+    # fp16 weights (computed in fp32): 4.1e-4 measured here (logits up to 2.4), so 5e-3
+    # leaves a margin.
+    tolerance = {"inline": 1e-4, "external": 1e-4, "fp16": 5e-3}
+    for variant, extra in (("inline", []), ("external", ["--external-data"]),
+                           ("fp16", ["--dtype", "fp16"])):
         model = os.path.join(tmp, f"{variant}.onnx")
         r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", model] + extra)
-        check(r.returncode == 0 and "input_ids [batch, seq] -> logits [batch, seq, 50257]" in r.stdout,
+        check(r.returncode == 0 and "input_ids [batch, seq] -> logits [batch, seq, 50257]" in r.stdout
+              and ("fp16 weights" in r.stdout) == (variant == "fp16"),
               f"{variant}: zrt-ckpt export --format onnx ({r.stdout.strip()} {r.stderr.strip()})")
         side = model + ".data"
         check(os.path.exists(side) == (variant == "external"),
-              f"{variant}: the weights {'beside' if extra else 'inside'} the model")
+              f"{variant}: the weights {'beside' if variant == 'external' else 'inside'} the model")
         # The checker rewrites the file it checks (shape inference): check a copy, by path so
         # that external data resolves.
         copy_dir = os.path.join(tmp, f"check-{variant}")
@@ -75,7 +80,8 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run(["node", os.path.join(here, "compare_logits.js"), model, logits])
         result = json.loads(r.stdout) if r.returncode == 0 else {}
         print(f"     {variant}: {result}")
-        check(result.get("max_abs_diff", 1) <= 1e-4 and result.get("argmax_agree") == 1,
+        check(result.get("max_abs_diff", 1) <= tolerance[variant] and
+              result.get("argmax_agree", 0) >= (1 if variant != "fp16" else 0.99),
               f"{variant}: ONNX Runtime's logits are zrt-gpt2's (max |difference| "
               f"{result.get('max_abs_diff')}, of logits up to {result.get('max_abs_logit')}) "
               f"{r.stderr.strip()[-300:]}")
