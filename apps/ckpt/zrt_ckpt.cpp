@@ -195,12 +195,10 @@ int diff(const std::string &a_path, const std::string &b_path) {
 // that saved it (its metadata's "program").
 weights::ModelKind model_of(const nlohmann::json &described, const std::string &model,
                             const std::string &path, const char *what = "--names hf") {
-  std::string name = model;
-  if (name.empty()) {
-    nlohmann::json meta = described.value("metadata", nlohmann::json::object());
-    if (meta.is_string()) meta = nlohmann::json::parse(meta.get<std::string>(), nullptr, false);
-    if (meta.is_object()) name = meta.value("program", "");
-  }
+  nlohmann::json meta = described.value("metadata", nlohmann::json::object());
+  if (meta.is_string()) meta = nlohmann::json::parse(meta.get<std::string>(), nullptr, false);
+  const std::string program = meta.is_object() ? meta.value("program", "") : "";
+  const std::string name = model.empty() ? program : model;
   auto kind = weights::model_kind(name);
   if (!kind)
     throw Failure(name.empty()
@@ -208,6 +206,11 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
                                     "metadata); give --model gpt2 or --model bert",
                                     what, path)
                       : fmt::format("{}: unknown model '{}' (gpt2 or bert)", what, name));
+  // --model against what the file says of itself: a BERT checkpoint exported as GPT-2 would
+  // otherwise fail on its first tensor, less clearly.
+  if (auto saved = weights::model_kind(program); saved && *saved != *kind)
+    throw Failure(fmt::format("{}: {} was saved by {}, not a {} program", what, path, program,
+                              weights::model_kind_name(*kind)));
   return *kind;
 }
 

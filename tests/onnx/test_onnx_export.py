@@ -130,6 +130,13 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run([ckpt_tool, "export", weights_only, "--format", "onnx", "--model", "gpt2", "-o", out])
     check(r.returncode == 2 and "does not say the model's shape" in r.stderr and
           not os.path.exists(out), f"a file without the model's shape: refused ({r.stderr.strip()})")
+    out = os.path.join(tmp, "b.onnx")
+    r = run([ckpt_tool, "export", bckpt, "--format", "onnx", "--model", "gpt2", "-o", out])
+    check(r.returncode == 2 and "was saved by zrt-bert, not a GPT-2 program" in r.stderr and
+          not os.path.exists(out), f"BERT's checkpoint as GPT-2: refused ({r.stderr.strip()})")
+    r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "--model", "t5", "-o", out])
+    check(r.returncode == 2 and "unknown model 't5' (gpt2 or bert)" in r.stderr and
+          not os.path.exists(out), f"an unknown --model: refused ({r.stderr.strip()})")
     out = os.path.join(tmp, "missing", "m.onnx")
     r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", out])
     check(r.returncode == 2 and "missing/m.onnx" in r.stderr and not os.listdir(tmp).count("missing"),

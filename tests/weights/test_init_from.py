@@ -150,7 +150,7 @@ with tempfile.TemporaryDirectory() as tmp:
             "--init-from with --resume", status=108)
     r = run([ckpt_tool, "export", os.path.join(tmp, "gpt2.h5"), "--format", "safetensors",
              "--names", "hf", "--model", "bert", "-o", os.path.join(tmp, "x.safetensors")])
-    check(r.returncode == 2 and "is not a BERT tensor" in r.stderr and
+    check(r.returncode == 2 and "was saved by zrt-gpt2, not a BERT program" in r.stderr and
           not os.path.exists(os.path.join(tmp, "x.safetensors")),
           f"export --names hf of another model's checkpoint: refused, no file ({r.stderr.strip()})")
 
