@@ -48,6 +48,40 @@ void check(zrt_status_t st, const std::string &what) {
 
 using Reader = weights::CheckpointReader;
 
+// A weights-only checkpoint being written: removed, not left half-written, unless finish()
+// completes it.
+class Writer {
+ public:
+  Writer(const std::string &path, const std::string &metadata) : path_(path) {
+    check(zrt_checkpoint_create(path.c_str(), metadata.c_str(), &h_), "cannot create " + path);
+  }
+  ~Writer() {
+    if (!h_) return;
+    zrt_checkpoint_close(h_);
+    std::remove(path_.c_str());
+  }
+  Writer(const Writer &) = delete;
+  Writer &operator=(const Writer &) = delete;
+  void write(const std::string &name, const std::vector<int64_t> &shape, const float *values) {
+    check(zrt_checkpoint_write(h_, name.c_str(), static_cast<int>(shape.size()), shape.data(),
+                               values),
+          "cannot write " + name);
+  }
+  void finish() {
+    zrt_checkpoint_h h = h_;
+    h_ = nullptr;
+    if (zrt_checkpoint_close(h) != ZRT_SUCCESS) {
+      const std::string why = zrt_last_error_message();
+      std::remove(path_.c_str());
+      throw Failure(fmt::format("cannot finish {}: {}", path_, why));
+    }
+  }
+
+ private:
+  std::string path_;
+  zrt_checkpoint_h h_ = nullptr;
+};
+
 nlohmann::json describe(const std::string &path) {
   size_t n = 0;
   check(zrt_checkpoint_describe(path.c_str(), nullptr, 0, &n), "cannot read " + path);
@@ -273,8 +307,7 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
     std::filesystem::rename(partial, target);
   } catch (...) {
     std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    if (external) std::filesystem::remove(target.parent_path() / side, ignored);
+    std::filesystem::remove(partial, ignored);  // the graph removed its side file
     throw;
   }
   const std::string where = fmt::format("{}{}", dtype == "fp16" ? ", fp16 weights" : "",
@@ -336,14 +369,10 @@ int export_file(const std::string &path, const std::string &format, const std::s
     if (kind) meta["zerort_names"] = "hf";
     safetensors::write(out, tensors, st, meta);
   } else {
-    zrt_checkpoint_h c;
-    std::string meta = nlohmann::json{{"exported_from", path}, {"step", d.value("step", 0)}}.dump();
-    check(zrt_checkpoint_create(out.c_str(), meta.c_str(), &c), "cannot create " + out);
+    Writer w(out, nlohmann::json{{"exported_from", path}, {"step", d.value("step", 0)}}.dump());
     for (const auto &t : tensors)
-      check(zrt_checkpoint_write(c, t.name.c_str(), static_cast<int>(t.shape.size()),
-                                 t.shape.data(), t.values.data()),
-            "cannot write " + t.name);
-    check(zrt_checkpoint_close(c), "cannot finish " + out);
+      w.write(t.name, t.shape, t.values.data());
+    w.finish();
   }
   fmt::print(
       "{}: {} tensors written as {}{}\n", out, tensors.size(), format,
@@ -362,8 +391,7 @@ int import_safetensors(const std::string &in, const std::string &out,
   std::vector<uint8_t> bytes = safetensors::read_file(in);
   safetensors::File f = safetensors::parse(bytes.data(), bytes.size());
   nlohmann::json meta = {{"imported_from", in}, {"safetensors_metadata", f.metadata}};
-  zrt_checkpoint_h c;
-  check(zrt_checkpoint_create(out.c_str(), meta.dump().c_str(), &c), "cannot create " + out);
+  Writer w(out, meta.dump());
   int written = 0, skipped = 0;
   for (const safetensors::Tensor &t : f.tensors) {
     std::string name = t.name;
@@ -379,8 +407,6 @@ int import_safetensors(const std::string &in, const std::string &out,
     std::vector<float> v = safetensors::to_float(t, bytes.data() + f.data_start);
     if (kind) {
       if (!ours) {
-        zrt_checkpoint_close(c);
-        std::remove(out.c_str());
         throw Failure(fmt::format("--names hf: {} is not a {} tensor", name,
                                   weights::model_kind_name(*kind)));
       }
@@ -395,12 +421,10 @@ int import_safetensors(const std::string &in, const std::string &out,
         break;
       }
     }
-    check(zrt_checkpoint_write(c, name.c_str(), static_cast<int>(shape.size()), shape.data(),
-                               v.data()),
-          "cannot write " + name);
+    w.write(name, shape, v.data());
     ++written;
   }
-  check(zrt_checkpoint_close(c), "cannot finish " + out);
+  w.finish();
   fmt::print("{}: {} tensors imported from {}{}\n", out, written, in,
              skipped ? fmt::format(" ({} buffers and tied copies skipped)", skipped) : "");
   return 0;

@@ -9,6 +9,10 @@
 namespace zonnx {
 namespace {
 
+std::filesystem::path partial(const std::filesystem::path &p) {
+  return p.string() + ".partial";
+}
+
 onnx::TensorProto_DataType proto_type(ElemType t) {
   return t == ElemType::float32 ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64;
 }
@@ -45,13 +49,13 @@ OnnxGraph::OnnxGraph(const std::string &name, const std::filesystem::path &model
   graph_ = model_->mutable_graph();
   graph_->set_name(name);
   if (!external_name_.empty()) {
-    const std::filesystem::path side = model_path.parent_path() / external_name_;
-    external_.open(side, std::ios::binary | std::ios::trunc);
-    if (!external_) throw std::runtime_error(fmt::format("cannot create {}", side.string()));
+    // Under a temporary name until write(): a failed export leaves an earlier one whole.
+    external_path_ = model_path.parent_path() / external_name_;
+    external_.open(partial(external_path_), std::ios::binary | std::ios::trunc);
+    if (!external_)
+      throw std::runtime_error(fmt::format("cannot create {}", partial(external_path_).string()));
   }
 }
-
-OnnxGraph::~OnnxGraph() = default;
 
 void OnnxGraph::input(const std::string &name, ElemType type, const std::vector<Dim> &dims) {
   value_info(graph_->add_input(), name, type, dims);
@@ -166,6 +170,13 @@ void OnnxGraph::name_output(const std::string &value, const std::string &name) {
   n->add_output(name);
 }
 
+OnnxGraph::~OnnxGraph() {
+  // Not written (or written but not moved): the side file goes.
+  if (external_.is_open()) external_.close();
+  std::error_code ignored;
+  if (!external_path_.empty()) std::filesystem::remove(partial(external_path_), ignored);
+}
+
 void OnnxGraph::write(const std::filesystem::path &path) {
   if (external_.is_open()) {
     external_.close();
@@ -180,6 +191,8 @@ void OnnxGraph::write(const std::filesystem::path &path) {
         path.string(), weight_bytes_));
   out.close();
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  // The weights under their name once the model that names them is written.
+  if (!external_path_.empty()) std::filesystem::rename(partial(external_path_), external_path_);
 }
 
 }  // namespace zonnx

@@ -64,7 +64,8 @@ class OnnxGraph {
   /// Renames the output @p value to @p name (an Identity node), for a graph output.
   void name_output(const std::string &value, const std::string &name);
 
-  /// Serializes the model to @p path (and finishes the side file). Throws
+  /// Serializes the model to @p path and moves the side file (written as NAME.partial) to
+  /// its name; a graph destroyed unwritten removes its side file. Throws
   /// std::runtime_error when the model cannot be written (past 2 GB inline: use external
   /// data).
   void write(const std::filesystem::path &path);
@@ -76,6 +77,7 @@ class OnnxGraph {
   std::unique_ptr<onnx::ModelProto> model_;
   onnx::GraphProto *graph_;
   std::string external_name_;
+  std::filesystem::path external_path_;
   std::ofstream external_;
   int64_t external_offset_ = 0, weight_bytes_ = 0;
   bool fp16_ = false;

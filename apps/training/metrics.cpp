@@ -82,6 +82,19 @@ MetricsLog::MetricsLog(const std::filesystem::path &path) : path_(path) {
     throw std::runtime_error(fmt::format("--json-metrics {}: cannot create", path.string()));
 }
 
+namespace {
+// A figure of an earlier record: NaN where it was written as null (a NaN or Inf loss or
+// norm) or is missing.
+double figure(const nlohmann::json &line, const char *key) {
+  auto it = line.find(key);
+  return it != line.end() && it->is_number() ? it->get<double>() : std::nan("");
+}
+int64_t count(const nlohmann::json &line, const char *key) {
+  auto it = line.find(key);
+  return it != line.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+}  // namespace
+
 void MetricsLog::resumed_at(int64_t step) {
   if (path_.empty() || opened_) return;
   std::vector<std::string> kept;
@@ -95,26 +108,27 @@ void MetricsLog::resumed_at(int64_t step) {
         ++unreadable;  // a line cut short by a killed run
         continue;
       }
-      const std::string type = line.value("type", "");
-      const int64_t at = line.value("step", int64_t{0});
+      const std::string type =
+          line.contains("type") && line["type"].is_string() ? line["type"].get<std::string>() : "";
+      const int64_t at = count(line, "step");
       if ((type == "step" || type == "eval" || type == "sample") && at > step) continue;
       if (type == "step") {
         StepMetrics m;
         m.step = at;
-        m.loss = line.value("loss", 0.0);
-        m.lr = line.value("lr", 0.0);
-        m.grad_norm = line.value("grad_norm", 0.0);
-        m.seconds = line.value("ms", 0.0) / 1e3;
-        m.tokens_per_s = line.value("tokens_per_s", 0.0);
-        m.mem_model_states = line.value("mem_model_states", int64_t{0});
-        m.mem_activations = line.value("mem_activations", int64_t{0});
-        m.mem_activations_offloaded = line.value("mem_activations_offloaded", int64_t{0});
-        m.mem_activations_sampling = line.value("mem_activations_sampling", int64_t{0});
-        m.mem_rss = line.value("mem_rss", int64_t{0});
-        m.mem_peak_rss = line.value("mem_peak_rss", int64_t{0});
+        m.loss = figure(line, "loss");
+        m.lr = figure(line, "lr");
+        m.grad_norm = figure(line, "grad_norm");
+        m.seconds = figure(line, "ms") / 1e3;
+        m.tokens_per_s = figure(line, "tokens_per_s");
+        m.mem_model_states = count(line, "mem_model_states");
+        m.mem_activations = count(line, "mem_activations");
+        m.mem_activations_offloaded = count(line, "mem_activations_offloaded");
+        m.mem_activations_sampling = count(line, "mem_activations_sampling");
+        m.mem_rss = count(line, "mem_rss");
+        m.mem_peak_rss = count(line, "mem_peak_rss");
         steps_.push_back(m);
       } else if (type == "eval") {
-        evals_.push_back({at, line.value("val_loss", 0.0), nlohmann::json::object()});
+        evals_.push_back({at, figure(line, "val_loss"), nlohmann::json::object()});
       }
       kept.push_back(text);
     }

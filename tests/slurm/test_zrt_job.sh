@@ -22,7 +22,9 @@ check "the default data is in the source tree" "$(cd "$src" && pwd)/apps/data/ca
   "$(ZRT_JOB_DATA=apps/data/cache/moby-dick; zrt_job_parse; echo "$ZRT_JOB_DATA")"
 out=$( (zrt_job_parse --steps many) 2>&1); check "--steps must be a number" \
   "zrt-gpt2 job: --steps must be a number, got 'many'" "$out"
-out=$( (zrt_job_parse --save x.h5) 2>&1); check "--save is refused" 1 "$(echo "$out" | grep -c 'job saves to checkpoint.h5')"
+out=$( (zrt_job_parse --save=x.h5) 2>&1); check "--save is refused" 1 "$(echo "$out" | grep -c -- '--save: the job writes its checkpoint, metrics and plots in its folder')"
+out=$( (zrt_job_parse --json-metrics m.jsonl) 2>&1); check "--json-metrics is refused" 1 "$(echo "$out" | grep -c -- '--json-metrics: the job writes')"
+check "--init-from is named" "w.safetensors" "$(zrt_job_parse --init-from w.safetensors; echo "$ZRT_JOB_INIT_FROM ${ZRT_JOB_PASS[*]}" | xargs)"
 out=$( (zrt_job_parse --model) 2>&1); check "a named argument without its value" "zrt-gpt2 job: --model needs a value" "$out"
 
 # The job's folder name.
