@@ -95,6 +95,22 @@ def submit(script, out, log, args, extra=(), exports=""):
     return job, os.path.join(out, os.path.basename(script).split(".")[0] + f"-{job}")
 
 
+def hurry_restarts(job):
+    """An on_pending for wait_job: a requeued job waits out Slurm's start-time delay (about
+    2 minutes); this starts each restart 5 s after its requeue instead, as an operator could.
+    (At once, slurmd may still be tearing down the previous run's step, whose id the restart
+    reuses, and the restart's launch fails.)"""
+    hurried = set()
+
+    def hurry(fields):
+        restarts = fields.get("Restarts")
+        if fields.get("Reason") == "BeginTime" and restarts not in hurried:
+            sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
+            hurried.add(restarts)
+
+    return hurry
+
+
 def read(path):
     return open(path, errors="replace").read() if os.path.exists(path) else ""
 
@@ -187,18 +203,7 @@ with tempfile.TemporaryDirectory() as tmp:
         r = sh(["scancel", "--signal=USR1", "--full", str(job)])
         check(r.returncode == 0, "scancel --signal=USR1 --full")
 
-        # A requeued job waits out Slurm's start-time delay (about 2 minutes): the test starts
-        # it 5 s after the requeue instead, as an operator could. (At once, slurmd may still be
-        # tearing down the first run's step, whose id the restart reuses, and the restart's
-        # launch fails.)
-        hurried = []
-
-        def hurry(fields):
-            if fields.get("Reason") == "BeginTime" and not hurried:
-                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
-                hurried.append(True)
-
-        f = wait_job(job, on_pending=hurry) if job else {}
+        f = wait_job(job, on_pending=hurry_restarts(job)) if job else {}
         text = read(log)
         check(f.get("JobState") == "COMPLETED" and f.get("ExitCode") == "0:0",
               f"the job completes after its requeue ({f.get('JobState')}, {f.get('ExitCode')})")
@@ -230,16 +235,7 @@ with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "job.out")
         job, run_dir = submit(script, os.path.join(tmp, "runs"), log, args,
                               extra=["--time=1", "--signal=USR1@55"])
-        hurried = set()
-
-        def hurry(fields):
-            # Each requeue once, 5 s on (see the operator case).
-            restarts = fields.get("Restarts")
-            if fields.get("Reason") == "BeginTime" and restarts not in hurried:
-                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
-                hurried.add(restarts)
-
-        f = wait_job(job, on_pending=hurry, timeout=540) if job else {}
+        f = wait_job(job, on_pending=hurry_restarts(job), timeout=540) if job else {}
         r = wait_job(ref, timeout=120) if ref else {}
         text = read(log)
         # The restarts, by where they resumed. (The log is rank 0's output and srun's own
@@ -305,14 +301,7 @@ with tempfile.TemporaryDirectory() as tmp:
             time.sleep(0.2)
         r = sh(["scontrol", "requeue", str(job)])
         check(r.returncode == 0, f"scontrol requeue ({r.stderr.strip()})")
-        hurried = []
-
-        def hurry(fields):
-            if fields.get("Reason") == "BeginTime" and not hurried:
-                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
-                hurried.append(True)
-
-        f = wait_job(job, on_pending=hurry) if job else {}
+        f = wait_job(job, on_pending=hurry_restarts(job)) if job else {}
         wait_job(ref, timeout=120) if ref else None
         text = read(log)
         m = re.search(r"stopping after step (\d+): SIGTERM received", text)
@@ -343,14 +332,7 @@ with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "job.out")
         job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"), os.path.join(tmp, "runs"),
                               log, gpt2_args + ["--steps", "3", "--program", wrapper])
-        hurried = []
-
-        def hurry(fields):
-            if fields.get("Reason") == "BeginTime" and not hurried:
-                sh(["scontrol", "update", f"JobId={job}", "StartTime=now+5"])
-                hurried.append(True)
-
-        f = wait_job(job, on_pending=hurry) if job else {}
+        f = wait_job(job, on_pending=hurry_restarts(job)) if job else {}
         text = read(log)
         attempts = read(os.path.join(run_dir, "attempts")).splitlines()
         check(f.get("JobState") == "FAILED" and f.get("ExitCode") == "3:0" and
