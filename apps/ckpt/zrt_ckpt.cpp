@@ -28,11 +28,7 @@
 #include <vector>
 
 #include "hf_names.hpp"
-#ifdef ZRT_CKPT_HAVE_ONNX
-#include "bert_onnx.hpp"
-#include "gpt2_onnx.hpp"
-#include "onnx_graph.hpp"
-#endif
+#include "onnx_export.hpp"
 #include "safetensors.hpp"
 #include "weights_file.hpp"
 
@@ -248,13 +244,10 @@ weights::ModelKind model_of(const nlohmann::json &described, const std::string &
   return *kind;
 }
 
-#ifdef ZRT_CKPT_HAVE_ONNX
-// --format onnx: the model's inference graph with the checkpoint's weights. The model's
-// shape comes from the checkpoint's metadata (the program that saved it), so only the
-// weights' shapes need checking. Written to OUT.partial and renamed: a failure leaves no
-// file behind.
-int export_onnx(const std::string &path, const nlohmann::json &described, const std::string &out,
-                const std::string &model, bool external, const std::string &dtype) {
+// --format onnx: the model and its shape from the checkpoint's metadata (the program that
+// saved it), so only the weights' shapes need checking; export_onnx writes the graph.
+int onnx_file(const std::string &path, const nlohmann::json &described, const std::string &out,
+              const std::string &model, bool external, const std::string &dtype) {
   if (dtype == "bf16")
     throw Failure("--format onnx: --dtype fp32 or fp16 (ONNX Runtime's CPU kernels have no bf16)");
   const weights::ModelKind kind = model_of(described, model, path, "--format onnx");
@@ -268,77 +261,16 @@ int export_onnx(const std::string &path, const nlohmann::json &described, const 
         fmt::format("--format onnx: {} does not say the model's shape (no \"model\" "
                     "in its metadata: it was not saved by zrt-{})",
                     path, is_gpt2 ? "gpt2" : "bert"));
-  const zonnx::Gpt2Shape gpt2{m.value("n_layer", 0), m.value("n_head", 0),
-                              m.value("n_embd", int64_t{0}), m.value("vocab_size", int64_t{0}),
-                              m.value("n_positions", int64_t{0})};
-  const zonnx::BertShape bert{
-      m.value("num_hidden_layers", 0),        m.value("num_attention_heads", 0),
-      m.value("hidden_size", int64_t{0}),     m.value("intermediate_size", int64_t{0}),
-      m.value("vocab_size", int64_t{0}),      m.value("max_position_embeddings", int64_t{0}),
-      m.value("type_vocab_size", int64_t{0}), m.value("layer_norm_eps", 1e-12f)};
-  weights::WeightsFile file(path);
-  std::map<std::string, size_t> index;
-  int64_t bytes = 0;
-  for (size_t i = 0; i < file.tensors().size(); ++i) {
-    index[file.tensors()[i].name] = i;
-    int64_t n = 1;
-    for (int64_t d : file.tensors()[i].shape)
-      n *= d;
-    bytes += 4 * n;
-  }
-  // Protobuf refuses messages past 2 GB: larger weights go to a side file.
-  external = external || bytes > (int64_t{3} << 29);
-  const std::filesystem::path target(out), partial(out + ".partial");
-  const std::string side = target.filename().string() + ".data";
-  try {
-    zonnx::OnnxGraph graph(is_gpt2 ? "zerort_gpt2" : "zerort_bert", partial,
-                           external ? side : std::string(), dtype == "fp16");
-    const zonnx::WeightReader read = [&](const std::string &name) {
-      auto it = index.find(name);
-      if (it == index.end())
-        throw Failure(fmt::format("--format onnx: {} lacks the tensor {}", path, name));
-      return std::pair{file.tensors()[it->second].shape, file.read(it->second)};
-    };
-    if (is_gpt2)
-      zonnx::build_gpt2(graph, gpt2, read);
-    else
-      zonnx::build_bert(graph, bert, read);
-    graph.write(partial);
-    std::filesystem::rename(partial, target);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);  // the graph removed its side file
-    throw;
-  }
-  const std::string where = fmt::format("{}{}", dtype == "fp16" ? ", fp16 weights" : "",
-                                        external ? fmt::format(", weights in {}", side) : "");
-  if (is_gpt2)
-    fmt::print(
-        "{}: GPT-2 ({} layers, {} heads, {} channels) as ONNX opset 17{}: input_ids "
-        "[batch, seq] -> logits [batch, seq, {}]\n",
-        out, gpt2.layers, gpt2.heads, gpt2.channels, where, gpt2.vocab);
-  else
-    fmt::print(
-        "{}: BERT ({} layers, hidden {}, {} heads) as ONNX opset 17{}: input_ids, "
-        "token_type_ids, attention_mask [batch, seq] -> mlm_logits [batch, seq, {}], "
-        "nsp_logits [batch, 2], pooled_output [batch, {}]\n",
-        out, bert.layers, bert.hidden, bert.heads, where, bert.vocab, bert.hidden);
+  export_onnx({path, out, kind, m, external, dtype == "fp16"});
   return 0;
 }
-#endif
 
 int export_file(const std::string &path, const std::string &format, const std::string &out,
                 const std::string &dtype, const std::string &names, const std::string &model,
                 bool external) {
   nlohmann::json d = describe(path);
   if (format == "onnx") {
-#ifdef ZRT_CKPT_HAVE_ONNX
-    return export_onnx(path, d, out, model, external, dtype);
-#else
-    throw Failure(
-        "--format onnx: this zrt-ckpt was built without ONNX (install libonnx-dev "
-        "and libprotobuf-dev, then configure again)");
-#endif
+    return onnx_file(path, d, out, model, external, dtype);
   }
   if (names == "hf" && format != "safetensors")
     throw Failure("--names hf: Hugging Face's names are for --format safetensors");

@@ -111,6 +111,14 @@ def hurry_restarts(job):
     return hurry
 
 
+def check_same_checkpoint(ref_dir, run_dir):
+    """The job's final checkpoint equals the uninterrupted job's (zrt-ckpt diff exit 0)."""
+    d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
+            os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
+    check(d.returncode == 0, f"the final checkpoint equals the uninterrupted job's "
+          f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+
+
 def read(path):
     return open(path, errors="replace").read() if os.path.exists(path) else ""
 
@@ -220,10 +228,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(steps == list(range(1, 41)) and
               [r.get("type") for r in records].count("run") == 2,
               f"the job's metrics hold both runs, steps 1-40 once each ({len(steps)} steps)")
-        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
-                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
-        check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
-              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        check_same_checkpoint(ref_dir, run_dir)
         if failures:
             print(text[-3000:])
     elif case == "timelimit":
@@ -252,10 +257,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   for s_ in resumed),
               "each restart resumed from the checkpoint the previous run wrote when it stopped")
         check(r.get("JobState") == "COMPLETED", "the uninterrupted job completes")
-        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
-                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
-        check(d.returncode == 0, f"the final checkpoint equals the uninterrupted job's "
-              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        check_same_checkpoint(ref_dir, run_dir)
         if failures:
             print(text[-3000:])
 
@@ -310,10 +312,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(m is not None, "the first run stopped on SIGTERM after a step, with a checkpoint")
         check(m is not None and f"at step {m.group(1)}" in text.split("(restart 1)")[-1],
               "the restart resumed from that step")
-        d = sh([os.path.join(build, "apps", "zrt-ckpt"), "diff",
-                os.path.join(ref_dir, "checkpoint.h5"), os.path.join(run_dir, "checkpoint.h5")])
-        check(d.returncode == 0, f"its final checkpoint equals the uninterrupted job's "
-              f"(zrt-ckpt diff exit {d.returncode}: {d.stdout.strip().splitlines()[-1:]})")
+        check_same_checkpoint(ref_dir, run_dir)
         if failures:
             print(text[-3000:])
 
