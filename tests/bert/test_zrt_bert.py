@@ -85,6 +85,9 @@ with tempfile.TemporaryDirectory() as tmp:
             "GPT-2 (llm.c) token file", "GPT-2's data")
     refused(small + ["--steps", "1", "--vocab", os.path.join(tmp, "none.txt")], "none.txt",
             "a missing vocabulary")
+    r = run([bert] + small + ["--steps", "1", "--global-batch", "12"])
+    check(r.returncode == 0 and "x 3 micro-step(s) x 1 rank(s) = 12 sequences per step" in r.stdout,
+          f"--global-batch 12 with --batch 4 on 1 rank: 3 micro-steps ({r.stderr[-300:]})")
     refused(small + ["--steps", "1", "--global-batch", "6"],
             "--global-batch 6 does not split into 1 rank(s) x --batch 4", "a global batch that "
             "does not split")
