@@ -57,6 +57,9 @@ Engine::~Engine() {
   // wait for them again, so the communicator fails what is in flight and keeps its MPI
   // communicators, and so does control_.
   std::string failed = control_watch_ ? control_watch_->failure() : std::string();
+  // A save destroy_engine could not settle (its ranks are gone): stopped, never published.
+  if (pending_save_) pending_save_->abandon();
+  pending_save_.reset();
   if (failed.empty() && !committed_ && !commit_failed_ && control_) {
     // Destroyed before its commit: the other ranks may be in theirs. This agreement is the
     // one their commit begins with, so they fail with this rank's reason rather than wait.
@@ -298,6 +301,9 @@ void Engine::validate_ready(const std::function<void()> &check) {
 }
 
 StepReport Engine::step(const std::function<void()> &check) {
+  // A background save that failed is reported here, on every rank, before the step changes
+  // anything: calling the step again takes it.
+  settle_save(false);
   validate_ready(check);
   StepReport report;
   // The last micro-step reports the offload copies of the whole accumulation, by then
@@ -402,6 +408,21 @@ void Engine::require_between_steps(const char *what) const {
          "{} needs the engine between optimizer steps (a micro-step or gradient accumulation "
          "is in progress)",
          what);
+}
+
+EngineBuffer Engine::checkpoint_staging(size_t bytes) {
+  return EngineBuffer(*memory_, Place::Pinned, bytes, Lifetime::Transient, false);
+}
+
+void Engine::settle_save(bool wait) {
+  if (!pending_save_) return;
+  std::shared_ptr<PendingSave> save = pending_save_;
+  try {
+    if (save->settle(wait)) pending_save_.reset();
+  } catch (...) {
+    pending_save_.reset();
+    throw;
+  }
 }
 
 void Engine::finish_load(int64_t step, const LossScaler::State &scaler) {

@@ -36,6 +36,7 @@
 #include "optim/optimizer_step.hpp"
 #include "optim/param_gatherer.hpp"
 #include "optim/param_registry.hpp"
+#include "optim/pending_save.hpp"
 #include "optim/stage_layout.hpp"
 #include "runtime/agreement_watch.hpp"
 #include "runtime/context.hpp"
@@ -136,6 +137,14 @@ class Engine {
   // After the master weights and moments were overwritten: refresh the compute copies
   // (gathering them at stages 1 and 2), clear gradients, and take the saved step and scale.
   void finish_load(int64_t step, const LossScaler::State &scaler);  // collective
+  // Host memory for a checkpoint's copy of this rank's state: pinned, from the engine's
+  // pinned pool, so that device state copies into it at the link's speed. Not zeroed.
+  EngineBuffer checkpoint_staging(size_t bytes);
+  // The save writing in the background, if any (one at a time); the step settles it first.
+  void set_pending_save(std::shared_ptr<PendingSave> save) { pending_save_ = std::move(save); }
+  bool save_pending() const { return pending_save_ != nullptr; }
+  // Collective: settles the pending save (wait: until it is published). Throws its failure.
+  void settle_save(bool wait);
 
  private:
   void require_committed(const char *what) const;
@@ -170,6 +179,7 @@ class Engine {
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3 only
   std::unique_ptr<OptimizerStep> optimizer_;
+  std::shared_ptr<PendingSave> pending_save_;
   int64_t step_ = 0;
   int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life
   double lr_ = 0;

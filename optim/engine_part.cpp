@@ -1,7 +1,10 @@
 #include "optim/engine_part.hpp"
 
+#include <exception>
+
 #include "comm/dtype.hpp"
 #include "optim/engine.hpp"
+#include "runtime/log.hpp"
 
 namespace zrt {
 
@@ -22,11 +25,20 @@ HandleTable<ParamRef> &param_table() {
 
 void destroy_engine(uintptr_t handle) {
   Engine &e = engine_table().get(handle, "engine");
+  // A save still writing in the background is published first, or its failure reported
+  // (collective, as the destroy is); the engine goes either way.
+  std::exception_ptr save_failed;
+  try {
+    e.settle_save(true);
+  } catch (...) {
+    save_failed = std::current_exception();
+  }
   for (uintptr_t p : e.param_handles)
     param_table().remove(p, "parameter");
   e.param_handles.clear();
   e.context().part<EnginePart>().forget(handle);
   engine_table().remove(handle, "engine");
+  if (save_failed) std::rethrow_exception(save_failed);
 }
 
 EnginePart::EnginePart(Context &context) {
@@ -40,8 +52,13 @@ EnginePart::EnginePart(Context &context) {
 EnginePart::~EnginePart() {
   (void)registered;
   std::set<uintptr_t> left = engines_;
-  for (uintptr_t e : left)
-    destroy_engine(e);
+  for (uintptr_t e : left) {
+    try {
+      destroy_engine(e);
+    } catch (const std::exception &err) {  // zrt_finalize has no caller to report it to
+      log::error("{}", err.what());
+    }
+  }
 }
 
 void EnginePart::describe(nlohmann::json &out) const {

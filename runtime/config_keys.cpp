@@ -255,10 +255,9 @@ std::vector<ConfigKey> library_keys() {
       config_key("comm.check_args", ConfigType::Bool, "true",
                  "agree on each collective's kind, count, dtype, op and root across ranks before "
                  "running it, so a mismatch is an error on every rank instead of a hang"),
-      config_key("checkpoint.collective_io", ConfigType::Bool, "false",
-                 "checkpoints read and write their datasets with collective MPI-IO (two-phase "
-                 "aggregation, for parallel file systems with many ranks per file stripe); off: "
-                 "each rank transfers its own contiguous runs independently"),
+      config_size("checkpoint.alignment", "1M", 0, int64_t{1} << 30,
+                  "checkpoint datasets of at least this many bytes start at a multiple of it "
+                  "in the file (a file system's stripe or block size); 0 or 1: packed"),
       config_size("memory.host.limit", "0", 0, kMaxBytes,
                   "most host memory the context's host pool may reserve; 0: the node's physical "
                   "memory"),

@@ -1,26 +1,24 @@
 #include "optim/checkpoint/checkpoint.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <map>
 
-#include "comm/dtype.hpp"
+#include "optim/checkpoint/background_save.hpp"
+#include "optim/checkpoint/block_checksums.hpp"
 #include "optim/checkpoint/blocks.hpp"
+#include "optim/checkpoint/checkpoint_paths.hpp"
 #include "optim/checkpoint/h5.hpp"
 #include "optim/engine.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
-#include "runtime/mpi_error.hpp"
 #include "zerort/version.h"
 
 namespace zrt::checkpoint {
@@ -29,241 +27,94 @@ namespace {
 
 constexpr size_t kHashChunk = size_t{1} << 22;  // elements read at a time when hashing
 
-const char *optimizer_state_kind(const Engine &e) {
-  if (e.has_m() && e.has_v()) return "adam";
-  if (e.has_m()) return "momentum";
-  return "none";
-}
-
-// The (param-relative) runs a rank writes or reads, and where they live in memory.
-struct Run {
-  size_t begin, count;
-  float *master, *m, *v;
-};
-
-// Runs of one parameter: at save, each element exactly once over all ranks (stage 0: the
-// slices this rank owns); at load, everything this rank holds (stage 0: the whole tensor).
-std::map<int, std::vector<Run>> runs_by_param(const Engine &e, bool for_load) {
-  std::map<int, std::vector<Run>> out;
-  const bool everything = e.stage_layout().updates_everything && for_load;
-  for (const Engine::StatePiece &p : e.state_pieces()) {
-    if (!everything && p.owner != e.rank()) continue;
-    out[p.param].push_back({p.param_offset, p.count, p.master, p.m, p.v});
-  }
-  for (auto &[param, runs] : out)
-    std::sort(runs.begin(), runs.end(),
-              [](const Run &a, const Run &b) { return a.begin < b.begin; });
-  return out;
-}
-
-// Each rank's share of a dataset is a few contiguous runs, so independent MPI-IO is the
-// default: measured here, collective two-phase I/O of the 450 datasets of a 124M model took
-// 1.5x as long to save and to load at np 2 (zrt-bench ckpt). Collective I/O stays a setting
-// for file systems where aggregation pays (Lustre, GPFS at scale).
-h5::Id transfer_plist(const Engine &e) {
-  h5::Id dxpl(h5::check(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate"), H5Pclose);
-  const bool collective = e.context().config().get_bool("checkpoint.collective_io");
-  h5::check(H5Pset_dxpl_mpio(dxpl, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT),
-            "H5Pset_dxpl_mpio");
-  return dxpl;
-}
-
-// Writes or reads this rank's runs of one dataset. `which` picks the array
-// of each run (master, m or v). device: the engine whose state is in device memory, which
-// then goes through host staging; nullptr when HDF5 can read and write it in place.
-void transfer(hid_t dataset, const std::vector<int64_t> &shape, const std::vector<Run> &runs,
-              float *Run::*which, bool write, hid_t dxpl, const std::string &name, Engine *device) {
-  h5::Id file_space(h5::check(H5Dget_space(dataset), "H5Dget_space"), H5Sclose);
-  std::vector<std::pair<size_t, size_t>> spans;
-  size_t total = 0;
-  for (const Run &r : runs) {
-    spans.emplace_back(r.begin, r.count);
-    total += r.count;
-  }
-  select_runs(file_space, shape, spans);
-  hsize_t mem_dims[1] = {std::max<hsize_t>(total, 1)};
-  h5::Id mem_space(h5::check(H5Screate_simple(1, mem_dims, nullptr), "H5Screate_simple"), H5Sclose);
-  if (total == 0) H5Sselect_none(mem_space);
-  // The selected runs arrive in row-major order, which is the order of `runs`.
-  std::vector<float> staging;
-  float *buffer = nullptr;
-  auto copy = [&](void *dst, const void *src, size_t bytes) {
-    if (device != nullptr)
-      device->copy_state(dst, src, bytes);
-    else
-      std::memcpy(dst, src, bytes);
-  };
-  if (runs.size() == 1 && device == nullptr) {
-    buffer = runs[0].*which;
-  } else if (total > 0) {
-    staging.resize(total);
-    buffer = staging.data();
-    if (write) {
-      size_t at = 0;
-      for (const Run &r : runs) {
-        copy(buffer + at, r.*which, r.count * sizeof(float));
-        at += r.count;
-      }
-    }
-  }
-  herr_t rc = write ? H5Dwrite(dataset, H5T_NATIVE_FLOAT, mem_space, file_space, dxpl, buffer)
-                    : H5Dread(dataset, H5T_NATIVE_FLOAT, mem_space, file_space, dxpl, buffer);
-  h5::check(rc, std::string(write ? "cannot write " : "cannot read ") + "/" + name);
-  if (!write && (runs.size() > 1 || device != nullptr)) {
-    size_t at = 0;
-    for (const Run &r : runs) {
-      copy(r.*which, buffer + at, r.count * sizeof(float));
-      at += r.count;
-    }
-  }
-}
-
 std::string shape_text(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 // Every dataset's checksum, computed by the ranks in turn (rank r hashes datasets r, r + n,
 // ...), then shared. Returns the names and their hashes in a fixed order.
-std::vector<uint64_t> distributed_hashes(hid_t file, const std::vector<std::string> &names,
-                                         MPI_Comm comm, int rank, int nranks) {
-  std::vector<uint64_t> hashes(names.size(), 0);
-  run_agreed(comm, [&] {
-    for (size_t i = static_cast<size_t>(rank); i < names.size(); i += static_cast<size_t>(nranks)) {
-      h5::Id d = h5::open_dataset(file, names[i]);
-      hashes[i] = dataset_hash(d.get());
-    }
-  });
-  watched_allreduce(comm, hashes.data(), static_cast<int>(hashes.size()), MPI_UINT64_T, MPI_SUM,
-                    "all-reduce of the checkpoint's checksums");
-  return hashes;
-}
+// Where one dataset's checksummed blocks lie in the file.
+struct Source {
+  std::string name;
+  size_t numel = 0, block = 0;   // format 1: one block of the whole dataset
+  std::vector<uint64_t> hashes;  // per block
+  uint64_t offset = 0;           // of its bytes in the file, when contiguous
+  bool contiguous = false;
+  std::vector<float> values;  // read through HDF5 (a dataset that is not contiguous)
+};
 
-void fsync_path(const std::string &path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) fail(ZRT_ERR_IO, "cannot open {} to sync it: {}", path, std::strerror(errno));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) fail(ZRT_ERR_IO, "fsync {} failed: {}", path, std::strerror(errno));
-}
-
-std::string directory_of(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// The files that pattern names, "{step}" standing for a run of digits, as (step, path) in
-// no particular order; a pattern without "{step}" names one file (step 0).
-std::vector<std::pair<long long, std::string>> files_of(const std::string &pattern) {
-  std::vector<std::pair<long long, std::string>> found;
-  size_t at = pattern.find("{step}");
-  if (at == std::string::npos) {
+// A read-only mapping of the checkpoint: verification and the copy into the engine read
+// the page cache, so the bytes come from storage once.
+class Mapping {
+ public:
+  explicit Mapping(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, std::strerror(errno));
     struct stat st {};
-    if (::stat(pattern.c_str(), &st) == 0) found.emplace_back(0, pattern);
-    return found;
-  }
-  std::string dir = directory_of(pattern);
-  std::string base =
-      pattern.substr(dir == "." && pattern.find('/') == std::string::npos ? 0 : dir.size() + 1);
-  size_t base_at = base.find("{step}");
-  std::string prefix = base.substr(0, base_at), suffix = base.substr(base_at + 6);
-  if (DIR *d = opendir(dir.c_str())) {
-    while (dirent *e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() <= prefix.size() + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
-          n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
-        continue;
-      std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
-      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
-      found.emplace_back(std::stoll(digits), dir + "/" + n);
+    if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+      ::close(fd);
+      fail(ZRT_ERR_IO, "cannot read the size of {}", path);
     }
-    closedir(d);
+    size_ = static_cast<size_t>(st.st_size);
+    void *p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      fail(ZRT_ERR_IO, "cannot map {}: {}", path, std::strerror(errno));
+    }
+    fd_ = fd;
+    data_ = static_cast<const char *>(p);
   }
-  return found;
+  ~Mapping() {
+    ::munmap(const_cast<char *>(data_), size_);
+    ::close(fd_);
+  }
+  // Starts reading [offset, offset + bytes) from storage in large requests, in the
+  // background, ahead of the hashing that will touch it.
+  void will_need(uint64_t offset, uint64_t bytes) const {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes),
+                    POSIX_FADV_WILLNEED);
+  }
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  const char *data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char *data_ = nullptr;
+  size_t size_ = 0;
+  int fd_ = -1;
+};
+
+// Maps blocks [first, last) of src in before they are hashed: in one call rather than a
+// page fault per 4 KiB (MADV_POPULATE_READ, Linux 5.14), or as readahead on older kernels.
+void prefault(const Mapping &map, const Source &src, size_t first, size_t last) {
+  const uint64_t from = src.offset + first * src.block * sizeof(float),
+                 to = src.offset + std::min(last * src.block, src.numel) * sizeof(float);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), start = from / page * page;
+  char *at = const_cast<char *>(map.data()) + start;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(at, to - start, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(at, to - start, MADV_WILLNEED);
 }
 
-// Fails on every rank, naming both, when some rank passed another path than rank 0.
-void same_path_on_every_rank(MPI_Comm comm, const std::string &path, const char *what) {
-  uint64_t length = path.size();
-  watched_bcast(comm, &length, sizeof length, 0, "broadcast of rank 0's checkpoint path");
-  std::string rank0(static_cast<size_t>(length), '\0');
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  if (rank == 0) rank0 = path;
-  watched_bcast(comm, rank0.data(), rank0.size(), 0, "broadcast of rank 0's checkpoint path");
-  run_agreed(comm, [&] {
-    if (rank0 != path)
-      fail(ZRT_ERR_MISMATCH,
-           "{} was given {} here but {} on rank 0: every rank must name the same checkpoint", what,
-           path, rank0);
-  });
-}
-
-// Why writing path may have failed, as the file system tells it: free space and the file
-// size limit (ulimit -f), which MPI-IO and HDF5 report only as "can't write data". Empty
-// when neither is short.
-std::string storage_diagnosis(const std::string &path) {
-  std::string out;
-  struct statvfs fs {};
-  if (::statvfs(directory_of(path).c_str(), &fs) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (free_bytes < (64u << 20))
-      out += fmt::format("; {} has {} bytes free (No space left on device?)", directory_of(path),
-                         free_bytes);
+// The runs of each parameter this rank holds, merged where they touch: what it reads.
+std::map<int, std::vector<std::pair<size_t, size_t>>> held_intervals(const Engine &e) {
+  const bool everything = e.stage_layout().updates_everything;
+  std::map<int, std::vector<std::pair<size_t, size_t>>> out;
+  for (const Engine::StatePiece &p : e.state_pieces())
+    if (everything || p.owner == e.rank()) out[p.param].emplace_back(p.param_offset, p.count);
+  for (auto &[param, runs] : out) {
+    std::sort(runs.begin(), runs.end());
+    std::vector<std::pair<size_t, size_t>> merged;
+    for (const auto &r : runs)
+      if (!merged.empty() && merged.back().first + merged.back().second == r.first)
+        merged.back().second += r.second;
+      else
+        merged.push_back(r);
+    runs = merged;
   }
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    out += fmt::format("; the file size limit (ulimit -f) is {} bytes (File too large)",
-                       static_cast<uint64_t>(limit.rlim_cur));
   return out;
-}
-
-// Refuses a save that cannot fit: HDF5 1.10 cannot close a file whose writes failed, and
-// the file it keeps open crashes the process at MPI_Finalize. So the space (free bytes of
-// the file system, and the file size limit, ulimit -f) is checked before anything is
-// written, against the datasets' bytes plus a margin for HDF5's metadata.
-void check_room(const std::string &tmp, uint64_t bytes) {
-  const uint64_t need = bytes + bytes / 64 + (1u << 20);
-  struct statvfs fs {};
-  if (::statvfs(directory_of(tmp).c_str(), &fs) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (free_bytes < need)
-      fail(ZRT_ERR_IO,
-           "cannot save {}: it needs about {} bytes and {} has {} free (No space left on "
-           "device); nothing was written",
-           tmp, need, directory_of(tmp), free_bytes);
-  }
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      limit.rlim_cur < need)
-    fail(ZRT_ERR_IO,
-         "cannot save {}: it needs about {} bytes but the file size limit (ulimit -f) is {} "
-         "bytes (File too large); nothing was written",
-         tmp, need, static_cast<uint64_t>(limit.rlim_cur));
-}
-
-// A save killed before its rename leaves PATH.tmp behind (as large as a checkpoint): the
-// next save of the same pattern removes every such file, and says so.
-void remove_unfinished_saves(const std::string &pattern) {
-  for (const auto &[step, path] : files_of(pattern + ".tmp")) {
-    if (std::remove(path.c_str()) != 0)
-      log::warn("cannot remove {}, left by a save that did not finish: {}", path,
-                std::strerror(errno));
-    else
-      log::info("removed {}, left by a save that did not finish", path);
-  }
-}
-
-// Deletes checkpoints matching pattern ("{step}" a run of digits) except the newest keep.
-void prune(const std::string &pattern, int keep) {
-  if (pattern.find("{step}") == std::string::npos || keep <= 0) return;
-  std::vector<std::pair<long long, std::string>> found = files_of(pattern);
-  std::sort(found.begin(), found.end());
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
-    if (std::remove(found[i].second.c_str()) != 0)
-      log::warn("keep_last: cannot remove {}: {}", found[i].second, std::strerror(errno));
-    else
-      log::info("keep_last: removed {}", found[i].second);
-  }
 }
 
 }  // namespace
@@ -315,128 +166,16 @@ uint64_t dataset_hash(int64_t dataset_id) {
 }
 
 void save(Engine &e, const std::string &pattern, const std::string &metadata, int keep_last) {
-  h5::Quiet quiet;
-  MPI_Comm comm = e.control_comm();
-  same_path_on_every_rank(comm, pattern, "zrt_checkpoint_save");
-  Engine *device = e.state_place() == Place::Device ? &e : nullptr;
-  const std::string path = expand_path(pattern, e.step_count());
-  const std::string tmp = path + ".tmp";
-  const EngineSettings &s = e.settings();
-  run_agreed(comm, [&] {
-    e.require_between_steps("zrt_checkpoint_save");
-    if (!metadata.empty() && !nlohmann::json::accept(metadata))
-      fail(ZRT_ERR_INVALID_ARGUMENT, "metadata is not valid JSON");
-  });
+  e.settle_save(true);  // one save at a time: an asynchronous one before this is finished
+  BackgroundSave::start(e, pattern, metadata, keep_last, false)->settle(true);
+}
 
-  hid_t raw_file = H5I_INVALID_HID;  // to learn whether a failed save could close it
-  try {
-    std::map<int, std::vector<Run>> runs = runs_by_param(e, false);
-    const std::string kind = optimizer_state_kind(e);
-    {
-      h5::Id file;
-      // Apart from the create: no rank may open the old PATH.tmp while rank 0 removes it.
-      run_agreed(comm, [&] {
-        if (e.rank() == 0) remove_unfinished_saves(pattern);
-        uint64_t elements = 0;
-        for (int i = 0; i < e.param_count(); ++i)
-          elements += e.param(i).numel;
-        check_room(tmp, elements * sizeof(float) * (1 + state_names(kind).size()));
-      });
-      run_agreed(comm, [&] { file = h5::create_file(tmp, comm); });
-      raw_file = file.get();
-      nlohmann::json optimizer{{"type", optimizer_name(s.optimizer)},
-                               {"lr", e.lr()},
-                               {"betas", {s.beta1, s.beta2}},
-                               {"eps", s.eps},
-                               {"weight_decay", s.weight_decay},
-                               {"momentum", s.momentum},
-                               {"nesterov", s.nesterov}};
-      LossScaler::State ls = e.scaler().state();
-      nlohmann::json scaler{{"dynamic", e.scaler().dynamic()},
-                            {"scale", ls.scale},
-                            {"hysteresis_left", ls.hysteresis_left},
-                            {"iteration", ls.iteration},
-                            {"last_overflow", ls.last_overflow}};
-      run_agreed(comm, [&] {
-        h5::write_attr(file, "format_version", kFormatVersion);
-        h5::write_attr(file, "zerort_version", std::string(ZRT_VERSION_STRING));
-        h5::write_attr(file, "step", static_cast<int64_t>(e.step_count()));
-        h5::write_attr(file, "stage", static_cast<int64_t>(s.stage));
-        h5::write_attr(file, "world_size", static_cast<int64_t>(e.nranks()));
-        h5::write_attr(file, "compute_dtype", std::string(dtype_name(s.dtype)));
-        h5::write_attr(file, "optimizer", optimizer.dump());
-        h5::write_attr(file, "optimizer_state", kind);
-        h5::write_attr(file, "loss_scaler", scaler.dump());
-        h5::write_attr(file, "config", e.context().config().to_json().dump());
-        h5::write_attr(file, "metadata", metadata.empty() ? std::string("{}") : metadata);
-      });
-      h5::Id lcpl(h5::check(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"), H5Pclose);
-      H5Pset_create_intermediate_group(lcpl, 1);
-      h5::Id dxpl = transfer_plist(e);
-      std::vector<std::pair<std::string, float *Run::*>> kinds = {{"params/", &Run::master}};
-      std::vector<std::string> moments = state_names(kind);
-      if (!moments.empty()) kinds.emplace_back(moments[0], &Run::m);
-      if (moments.size() > 1) kinds.emplace_back(moments[1], &Run::v);
-      for (int p = 0; p < e.param_count(); ++p) {
-        const ParamInfo &info = e.param(p);
-        std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
-        h5::Id space(
-            h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                      "H5Screate_simple"),
-            H5Sclose);
-        const std::vector<Run> &mine = runs[p];
-        for (const auto &entry : kinds) {
-          // Named copies: Clang before 16 cannot capture structured bindings in lambdas.
-          const std::string &prefix = entry.first;
-          float *Run::*which = entry.second;
-          std::string name = prefix + info.name;
-          run_agreed(comm, [&] {
-            h5::Id d(h5::check(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space, lcpl,
-                                          H5P_DEFAULT, H5P_DEFAULT),
-                               "cannot create /" + name),
-                     H5Dclose);
-            transfer(d, info.shape, mine, which, true, dxpl, name, device);
-          });
-        }
-      }
-      run_agreed(comm, [&] { h5::check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush"); });
-    }
-    // Checksums, from the file as written.
-    {
-      h5::Id file;
-      run_agreed(comm, [&] { file = h5::open_file(tmp, true, comm); });
-      std::vector<std::string> names = h5::list_datasets(file);
-      std::vector<uint64_t> hashes = distributed_hashes(file, names, comm, e.rank(), e.nranks());
-      run_agreed(comm, [&] {
-        for (size_t i = 0; i < names.size(); ++i) {
-          h5::Id d = h5::open_dataset(file, names[i]);
-          h5::write_attr(d, "xxh3", hashes[i]);
-        }
-      });
-    }
-    // Publish atomically: the previous checkpoint stays until this one is complete.
-    watched_barrier(comm, "barrier before the checkpoint's rename");
-    run_agreed(comm, [&] {
-      if (e.rank() != 0) return;
-      fsync_path(tmp, false);
-      if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        fail(ZRT_ERR_IO, "cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
-      fsync_path(directory_of(path), true);
-      prune(pattern, keep_last);
-    });
-  } catch (Error &err) {
-    // A write that failed (a full disk) also fails the close's flush, and HDF5 keeps the file
-    // open on the engine's communicator until MPI_Finalize: the engine must then keep that
-    // communicator, or HDF5's final close would use a freed one.
-    if (raw_file >= 0 && H5Iis_valid(raw_file) > 0) e.keep_control_comm();
-    if (e.rank() == 0) std::remove(tmp.c_str());
-    throw Error(err.status(), std::string(err.what()) + storage_diagnosis(tmp));
-  } catch (...) {
-    if (raw_file >= 0 && H5Iis_valid(raw_file) > 0) e.keep_control_comm();
-    if (e.rank() == 0) std::remove(tmp.c_str());
-    throw;
-  }
-  log::info("checkpoint {} saved at step {}", path, e.step_count());
+std::shared_ptr<BackgroundSave> save_async(Engine &e, const std::string &pattern,
+                                           const std::string &metadata, int keep_last) {
+  e.settle_save(true);
+  std::shared_ptr<BackgroundSave> s = BackgroundSave::start(e, pattern, metadata, keep_last, true);
+  e.set_pending_save(s);
+  return s;
 }
 
 nlohmann::json describe(const std::string &path) {
@@ -461,23 +200,27 @@ nlohmann::json describe(const std::string &path) {
 }
 
 void load(Engine &e, const std::string &path) {
+  e.settle_save(true);  // a save still writing finishes before the state changes
   h5::Quiet quiet;
   MPI_Comm comm = e.control_comm();
-  Engine *device = e.state_place() == Place::Device ? &e : nullptr;
-  h5::Id file;
+  const bool device = e.state_place() == Place::Device;
   std::string kind;
   int64_t step = 0;
   nlohmann::json scaler;
-  // MPI-IO opens a file collectively and hangs when the ranks name different files or
-  // one of them cannot see it: agree on both first.
+  // Agree on the file first: a rank that cannot see it fails every rank, naming it.
   same_path_on_every_rank(comm, path, "zrt_checkpoint_load");
   run_agreed(comm, [&] {
     if (!h5::readable(path))
       fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, h5::why_unreadable(path));
   });
+  // Every rank reads the file's metadata itself, serially: it is small, and no collective
+  // open is needed (MPI-IO's open hangs when one rank cannot see the file).
+  const std::map<int, std::vector<std::pair<size_t, size_t>>> held = held_intervals(e);
+  std::vector<std::vector<Source>> sources(static_cast<size_t>(e.param_count()));
+  std::unique_ptr<Mapping> map;
   run_agreed(comm, [&] {
     e.require_between_steps("zrt_checkpoint_load");
-    file = h5::open_file(path, false, comm);
+    h5::Id file = h5::open_file(path, false, MPI_COMM_NULL);
     int64_t version = h5::read_attr_int(file, "format_version");
     if (version > kFormatVersion)
       fail(ZRT_ERR_IO,
@@ -501,49 +244,111 @@ void load(Engine &e, const std::string &path) {
            "{} holds '{}' optimizer state but the engine's optimizer keeps '{}' state: load it "
            "with the optimizer it was saved with",
            path, kind, mine);
-  });
-  // Checksums first: nothing is overwritten from a damaged file.
-  std::vector<std::string> names = h5::list_datasets(file);
-  std::vector<uint64_t> hashes = distributed_hashes(file, names, comm, e.rank(), e.nranks());
-  run_agreed(comm, [&] {
-    for (size_t i = 0; i < names.size(); ++i) {
-      h5::Id d = h5::open_dataset(file, names[i]);
-      if (!h5::has_attr(d, "xxh3")) fail(ZRT_ERR_IO, "dataset /{} has no checksum", names[i]);
-      uint64_t stored = h5::read_attr_uint(d, "xxh3");
-      if (stored != hashes[i])
-        fail(ZRT_ERR_IO,
-             "dataset /{} does not match its checksum (stored {:016x}, computed {:016x}): {} is "
-             "corrupted",
-             names[i], stored, hashes[i], path);
+    size_t block = 0;  // format 1: each dataset is one block
+    if (version >= 2) {
+      const int64_t b = h5::read_attr_int(file, "checksum_block");
+      if (b <= 0) fail(ZRT_ERR_IO, "{} has checksum_block {}: the file is corrupted", path, b);
+      block = static_cast<size_t>(b);
+    }
+    map = std::make_unique<Mapping>(path);
+    for (int p = 0; p < e.param_count(); ++p) {
+      if (held.count(p) == 0) continue;
+      const ParamInfo &info = e.param(p);
+      for (const auto &array : state_arrays(kind)) {
+        Source src;
+        src.name = array.first + info.name;
+        src.numel = info.numel;
+        h5::Id d = h5::open_dataset(file, src.name);
+        if (h5::dataset_shape(d) != info.shape)
+          fail(ZRT_ERR_IO, "dataset /{} has shape {} but /{} has {}", src.name,
+               shape_text(h5::dataset_shape(d)), params_name(info.name), shape_text(info.shape));
+        if (block > 0) {
+          src.block = block;
+          src.hashes = read_block_checksums(d, src.name, src.numel, block);
+        } else {
+          if (!h5::has_attr(d, "xxh3")) fail(ZRT_ERR_IO, "dataset /{} has no checksum", src.name);
+          src.block = std::max<size_t>(src.numel, 1);
+          src.hashes = {h5::read_attr_uint(d, "xxh3")};
+        }
+        h5::Id dcpl(h5::check(H5Dget_create_plist(d), "H5Dget_create_plist"), H5Pclose);
+        const haddr_t at = H5Dget_offset(d);
+        src.contiguous = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && at != HADDR_UNDEF;
+        if (src.contiguous) {
+          src.offset = static_cast<uint64_t>(at);
+          if (src.offset + src.numel * sizeof(float) > map->size())
+            fail(ZRT_ERR_IO, "dataset /{} ends past the end of {} (a truncated file?)", src.name,
+                 path);
+        } else {  // written by another tool: HDF5 reads it (whole, as format 1 hashes it)
+          src.values.resize(src.numel);
+          h5::check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src.values.data()),
+                    "cannot read /" + src.name + " (truncated file?)");
+        }
+        sources[static_cast<size_t>(p)].push_back(std::move(src));
+      }
     }
   });
 
-  std::map<int, std::vector<Run>> runs = runs_by_param(e, true);
-  h5::Id dxpl = transfer_plist(e);
-  std::vector<std::pair<std::string, float *Run::*>> kinds = {{"params/", &Run::master}};
-  std::vector<std::string> moments = state_names(kind);
-  if (!moments.empty()) kinds.emplace_back(moments[0], &Run::m);
-  if (moments.size() > 1) kinds.emplace_back(moments[1], &Run::v);
-  for (int p = 0; p < e.param_count(); ++p) {
-    const ParamInfo &info = e.param(p);
-    for (const auto &entry : kinds) {
-      // Named copies: Clang before 16 cannot capture structured bindings in lambdas.
-      const std::string &prefix = entry.first;
-      float *Run::*which = entry.second;
-      std::string name = prefix + info.name;
-      run_agreed(comm, [&] {
-        h5::Id d = h5::open_dataset(file, name);
-        transfer(d, info.shape, runs[p], which, false, dxpl, name, device);
-      });
+  // Verify every block this rank will take before anything changes: a damaged file
+  // leaves every rank's engine as it was.
+  for (const auto &[p, intervals] : held)
+    for (const Source &src : sources[static_cast<size_t>(p)])
+      if (src.contiguous)
+        for (const auto &[begin, count] : intervals) {
+          const size_t first = first_block(begin, src.block) * src.block,
+                       end = std::min(end_block(begin, count, src.block) * src.block, src.numel);
+          map->will_need(src.offset + first * sizeof(float), (end - first) * sizeof(float));
+        }
+  run_agreed(comm, [&] {
+    for (const auto &[p, intervals] : held)
+      for (const Source &src : sources[static_cast<size_t>(p)]) {
+        const float *values = src.contiguous
+                                  ? reinterpret_cast<const float *>(map->data() + src.offset)
+                                  : src.values.data();
+        for (const auto &[begin, count] : intervals) {
+          const size_t first = first_block(begin, src.block),
+                       last = end_block(begin, count, src.block);
+          if (src.contiguous) prefault(*map, src, first, last);
+          for (size_t b = first; b < last; ++b) {
+            const size_t at = b * src.block, n = std::min(src.block, src.numel - at);
+            const uint64_t computed = XXH3_64bits(values + at, n * sizeof(float));
+            if (computed != src.hashes[b])
+              fail(ZRT_ERR_IO,
+                   "dataset /{} does not match its checksum (block {} of {}: elements {}..{}, "
+                   "stored {:016x}, computed {:016x}): {} is corrupted",
+                   src.name, b, src.hashes.size(), at, at + n - 1, src.hashes[b], computed, path);
+          }
+        }
+      }
+  });
+
+  // Checked everywhere: into the engine.
+  const auto arrays = state_arrays(kind);
+  for (const Engine::StatePiece &piece : e.state_pieces()) {
+    if (held.count(piece.param) == 0 ||
+        (!e.stage_layout().updates_everything && piece.owner != e.rank()))
+      continue;
+    const std::vector<Source> &srcs = sources[static_cast<size_t>(piece.param)];
+    for (size_t k = 0; k < arrays.size(); ++k) {
+      float *dst = piece.*(arrays[k].second);
+      if (dst == nullptr) continue;
+      const Source &src = srcs[k];
+      const float *values = src.contiguous
+                                ? reinterpret_cast<const float *>(map->data() + src.offset)
+                                : src.values.data();
+      if (device)
+        e.copy_state(dst, values + piece.param_offset, piece.count * sizeof(float));
+      else
+        std::memcpy(dst, values + piece.param_offset, piece.count * sizeof(float));
     }
   }
+  map.reset();
   // Moments the file does not hold start from zero (a weights-only checkpoint).
   if (kind == "none")
     for (const Engine::StatePiece &piece : e.state_pieces()) {
       const std::vector<float> zeros(piece.count, 0.0f);
       for (float *moment : {piece.m, piece.v})
         if (moment != nullptr) {
-          if (device != nullptr)
+          if (device)
             e.copy_state(moment, zeros.data(), piece.count * sizeof(float));
           else
             std::fill(moment, moment + piece.count, 0.0f);

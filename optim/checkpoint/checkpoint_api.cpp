@@ -1,4 +1,5 @@
 // The C entry points of zerort/checkpoint.h.
+#include "optim/checkpoint/background_save.hpp"
 #include "optim/checkpoint/checkpoint.hpp"
 #include "optim/checkpoint/checkpoint_fields.hpp"
 #include "optim/checkpoint/checkpoint_file.hpp"
@@ -24,6 +25,23 @@ CheckpointFile &file_of(zrt_checkpoint_h h) {
   return file_table().get(handle_value(h), "checkpoint");
 }
 
+// An asynchronous save and the engine it belongs to (by handle: the engine may be
+// destroyed first, having settled the save).
+struct SaveRequest {
+  std::shared_ptr<checkpoint::BackgroundSave> save;
+  uintptr_t engine;
+};
+
+HandleTable<SaveRequest> &request_table() {
+  static HandleTable<SaveRequest> table("checkpoint request");
+  return table;
+}
+
+// The ended save's outcome as the call's.
+void report(const checkpoint::BackgroundSave &save) {
+  if (save.status() != ZRT_SUCCESS) throw Error(save.status(), save.message());
+}
+
 }  // namespace
 
 extern "C" {
@@ -37,6 +55,56 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
     std::map<std::string, std::string> no_keys;
     checkpoint_params_table().read(params, no_keys, options);
     checkpoint::save(e, path, options.metadata, options.keep_last);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
+                                               const zrt_checkpoint_params_t *params,
+                                               zrt_checkpoint_request_h *request_p) {
+  return abi_call("zrt_checkpoint_save_async", [&] {
+    Engine &e = engine_of(engine);
+    require_nonnull(path, "path");
+    require_nonnull(request_p, "request_p");
+    SaveOptions options;
+    std::map<std::string, std::string> no_keys;
+    checkpoint_params_table().read(params, no_keys, options);
+    auto save = checkpoint::save_async(e, path, options.metadata, options.keep_last);
+    *request_p = to_handle<zrt_checkpoint_request_h>(request_table().insert(
+        std::make_unique<SaveRequest>(SaveRequest{save, handle_value(engine)})));
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_test(zrt_checkpoint_request_h request, int *done_p) {
+  return abi_call("zrt_checkpoint_test", [&] {
+    SaveRequest &r = request_table().get(handle_value(request), "checkpoint request");
+    require_nonnull(done_p, "done_p");
+    std::shared_ptr<checkpoint::BackgroundSave> save = r.save;
+    *done_p = 0;
+    if (!save->ended()) {
+      try {
+        engine_table().get(r.engine, "engine").settle_save(false);
+      } catch (...) {
+        *done_p = 1;
+        request_table().remove(handle_value(request), "checkpoint request");
+        throw;
+      }
+    }
+    if (!save->ended()) return ZRT_SUCCESS;
+    *done_p = 1;
+    request_table().remove(handle_value(request), "checkpoint request");
+    report(*save);
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_checkpoint_wait(zrt_checkpoint_request_h request) {
+  return abi_call("zrt_checkpoint_wait", [&] {
+    SaveRequest r = request_table().get(handle_value(request), "checkpoint request");
+    request_table().remove(handle_value(request), "checkpoint request");
+    if (!r.save->ended()) engine_table().get(r.engine, "engine").settle_save(true);
+    report(*r.save);
     return ZRT_SUCCESS;
   });
 }

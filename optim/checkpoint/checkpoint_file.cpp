@@ -1,13 +1,13 @@
 #include "optim/checkpoint/checkpoint_file.hpp"
 
-#include <xxhash.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
+#include "optim/checkpoint/block_checksums.hpp"
+#include "optim/checkpoint/block_plan.hpp"
 #include "optim/checkpoint/checkpoint.hpp"
 #include "zerort/version.h"
 
@@ -22,6 +22,13 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string &path) {
   if (version > checkpoint::kFormatVersion)
     fail(ZRT_ERR_IO, "{} has format version {}, newer than this zerort reads ({})", path, version,
          checkpoint::kFormatVersion);
+  f->version_ = version;
+  if (version >= 2) {
+    const int64_t block = h5::read_attr_int(f->file_, "checksum_block");
+    if (block <= 0)
+      fail(ZRT_ERR_IO, "{} has checksum_block {}: the file is corrupted", path, block);
+    f->block_ = static_cast<size_t>(block);
+  }
   std::vector<std::string> names = h5::list_datasets(f->file_);
   f->names_.reserve(names.size());
   for (const std::string &n : names)
@@ -50,6 +57,9 @@ std::unique_ptr<CheckpointFile> CheckpointFile::create(const std::string &path,
   h5::write_attr(f->file_, "loss_scaler", std::string(R"({"dynamic": false})"));
   h5::write_attr(f->file_, "config", std::string("{}"));
   h5::write_attr(f->file_, "metadata", metadata.empty() ? std::string("{}") : metadata);
+  h5::write_attr(f->file_, "checksum_block", static_cast<int64_t>(checkpoint::kBlockElements));
+  f->version_ = checkpoint::kFormatVersion;
+  f->block_ = checkpoint::kBlockElements;
   return f;
 }
 
@@ -101,7 +111,15 @@ bool CheckpointFile::verify(int index) const {
   const zrt_checkpoint_tensor_t &t = tensor(index);
   h5::Quiet quiet;
   h5::Id d = h5::open_dataset(file_, t.name);
-  return t.has_checksum && checkpoint::dataset_hash(d.get()) == t.checksum;
+  if (!t.has_checksum) return false;
+  if (version_ < 2) return checkpoint::dataset_hash(d.get()) == t.checksum;
+  if (!h5::has_attr(d, "xxh3_blocks")) return false;
+  std::vector<float> values(static_cast<size_t>(t.numel));
+  read(index, values.data());
+  const std::vector<uint64_t> blocks =
+      checkpoint::block_hashes(values.data(), values.size(), block_);
+  return blocks == h5::read_attr_uint_array(d, "xxh3_blocks") &&
+         checkpoint::dataset_checksum(blocks) == t.checksum;
 }
 
 void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &shape,
@@ -133,7 +151,7 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
            H5Dclose);
   h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
             "cannot write /" + full);
-  h5::write_attr(d, "xxh3", static_cast<uint64_t>(XXH3_64bits(values, numel * sizeof(float))));
+  checkpoint::write_checksums(d, checkpoint::block_hashes(values, numel, block_));
   d.reset();
   add_tensor(full);
 }

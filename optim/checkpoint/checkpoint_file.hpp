@@ -30,6 +30,8 @@ class CheckpointFile {
 
   std::string path_, tmp_;
   bool writable_ = false, closed_ = false;
+  int64_t version_ = 0;
+  size_t block_ = 0;  // format 2's checksum block (elements)
   h5::Id file_;
   std::vector<std::string> names_;  // storage for the tensors' name pointers
   std::vector<zrt_checkpoint_tensor_t> tensors_;

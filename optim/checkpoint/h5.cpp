@@ -89,8 +89,10 @@ Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
   return file;
 }
 
-Id create_file(const std::string &path, MPI_Comm comm) {
+Id create_file(const std::string &path, MPI_Comm comm, hsize_t alignment) {
   Id fapl = file_access(comm);
+  // Raw data of every object of at least `alignment` bytes starts on a multiple of it.
+  if (alignment > 1) check(H5Pset_alignment(fapl, alignment, alignment), "H5Pset_alignment");
   // HDF5 1.8's format and later: every metadata block (superblock, object headers, B-trees)
   // carries a checksum that readers verify, so damage is reported rather than parsed.
   check(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110), "H5Pset_libver_bounds");
@@ -151,6 +153,17 @@ void write_attr(hid_t object, const char *name, double value) {
   write_attr_raw(object, name, H5T_NATIVE_DOUBLE, &value);
 }
 
+void write_attr(hid_t object, const char *name, const std::vector<uint64_t> &values) {
+  if (H5Aexists(object, name) > 0) H5Adelete(object, name);
+  hsize_t dims[1] = {values.size()};
+  Id space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple"), H5Sclose);
+  Id attr(check(H5Acreate2(object, name, H5T_NATIVE_UINT64, space, H5P_DEFAULT, H5P_DEFAULT),
+                std::string("cannot create attribute ") + name),
+          H5Aclose);
+  check(H5Awrite(attr, H5T_NATIVE_UINT64, values.data()),
+        std::string("cannot write attribute ") + name);
+}
+
 bool has_attr(hid_t object, const char *name) {
   return H5Aexists(object, name) > 0;
 }
@@ -180,6 +193,17 @@ int64_t read_attr_int(hid_t object, const char *name) {
   Id attr = open_attr(object, name);
   int64_t v = 0;
   check(H5Aread(attr, H5T_NATIVE_INT64, &v), std::string("cannot read attribute ") + name);
+  return v;
+}
+
+std::vector<uint64_t> read_attr_uint_array(hid_t object, const char *name) {
+  Id attr = open_attr(object, name);
+  Id space(check(H5Aget_space(attr), "H5Aget_space"), H5Sclose);
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  if (n < 0 || H5Sget_simple_extent_ndims(space) > 1)
+    fail(ZRT_ERR_IO, "attribute '{}' is not a list of numbers", name);
+  std::vector<uint64_t> v(static_cast<size_t>(n));
+  check(H5Aread(attr, H5T_NATIVE_UINT64, v.data()), std::string("cannot read attribute ") + name);
   return v;
 }
 

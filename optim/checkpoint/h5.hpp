@@ -68,7 +68,8 @@ std::string why_unreadable(const std::string &path);
 
 Id open_file(const std::string &path, bool writable,
              MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
-Id create_file(const std::string &path, MPI_Comm comm);
+// alignment: where above 1, datasets of at least that many bytes start on a multiple of it.
+Id create_file(const std::string &path, MPI_Comm comm, hsize_t alignment = 0);
 Id open_dataset(hid_t file, const std::string &name);
 bool exists(hid_t file, const std::string &name);
 
@@ -76,10 +77,12 @@ void write_attr(hid_t object, const char *name, const std::string &value);
 void write_attr(hid_t object, const char *name, int64_t value);
 void write_attr(hid_t object, const char *name, uint64_t value);
 void write_attr(hid_t object, const char *name, double value);
+void write_attr(hid_t object, const char *name, const std::vector<uint64_t> &values);
 bool has_attr(hid_t object, const char *name);
 std::string read_attr_string(hid_t object, const char *name);
 int64_t read_attr_int(hid_t object, const char *name);
 uint64_t read_attr_uint(hid_t object, const char *name);
+std::vector<uint64_t> read_attr_uint_array(hid_t object, const char *name);
 double read_attr_double(hid_t object, const char *name);
 
 // Every dataset under the file's root, as full paths without the leading '/', in order.

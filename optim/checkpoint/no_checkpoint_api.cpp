@@ -18,6 +18,17 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h, const char *,
                                          const zrt_checkpoint_params_t *) {
   return unsupported("zrt_checkpoint_save");
 }
+ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h, const char *,
+                                               const zrt_checkpoint_params_t *,
+                                               zrt_checkpoint_request_h *) {
+  return unsupported("zrt_checkpoint_save_async");
+}
+ZRT_API zrt_status_t zrt_checkpoint_test(zrt_checkpoint_request_h, int *) {
+  return unsupported("zrt_checkpoint_test");
+}
+ZRT_API zrt_status_t zrt_checkpoint_wait(zrt_checkpoint_request_h) {
+  return unsupported("zrt_checkpoint_wait");
+}
 ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h, const char *) {
   return unsupported("zrt_checkpoint_load");
 }

@@ -12,7 +12,10 @@
  * loader position, RNG seeds...) and an xxHash checksum per dataset.
  *
  * Saves are atomic: the file is written as PATH.tmp and renamed once every rank has closed
- * and synced it, so a crash during a save leaves the previous checkpoint intact.
+ * and synced it, so a crash during a save leaves the previous checkpoint intact. Each rank
+ * writes its own blocks with pwrite, checksummed as they go out; a load reads each byte
+ * once, checking it before the engine changes. zrt_checkpoint_save_async copies the state
+ * and writes in the background while training goes on.
  */
 #ifndef ZERORT_CHECKPOINT_H
 #define ZERORT_CHECKPOINT_H
@@ -46,6 +49,42 @@ typedef struct zrt_checkpoint_params {
  */
 ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
                                          const zrt_checkpoint_params_t *params);
+
+/** @brief An asynchronous save (zrt_checkpoint_save_async) until waited for. */
+typedef struct zrt_checkpoint_request *zrt_checkpoint_request_h;
+
+/**
+ * @brief Start saving the engine's state to @p path and return once this rank's state is
+ * copied (into pinned host memory from the engine's pool; from the device, for a device
+ * engine): the file is written in the background while training continues, and the steps
+ * after this call change nothing it saves. Collective, like zrt_checkpoint_save, with the
+ * same arguments and the same file. One save at a time: a save or load (of any kind) waits
+ * for the one before. The engine's next zrt_engine_step publishes the file once every
+ * rank's writes are done; a write that failed on any rank (a full file system) makes that
+ * step return ZRT_ERR_IO on every rank, naming the rank and the reason, before the step
+ * changes anything (calling it again takes the step), and the previous checkpoint is kept.
+ * zrt_engine_destroy and zrt_finalize wait for it. *request_p: wait for it with
+ * zrt_checkpoint_wait (or test it), which frees it. Not thread-safe with other calls on
+ * @p engine.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
+                                               const zrt_checkpoint_params_t *params,
+                                               zrt_checkpoint_request_h *request_p);
+
+/**
+ * @brief Whether the save has ended: *done_p is 1 once it is published (or failed, which
+ * is the call's status), and the request is then freed; 0 while a rank still writes.
+ * Collective over the engine's ranks while the save is in flight (it may publish it), local
+ * once it has ended.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_test(zrt_checkpoint_request_h request, int *done_p);
+
+/**
+ * @brief Wait until the save is published, and free the request. Its status is the save's:
+ * ZRT_ERR_IO, naming the rank and the reason, when a write failed (the previous checkpoint
+ * is kept). Collective while the save is in flight, local once it has ended.
+ */
+ZRT_API zrt_status_t zrt_checkpoint_wait(zrt_checkpoint_request_h request);
 
 /**
  * @brief Load @p path into a committed engine with the same parameter names and shapes
@@ -87,7 +126,9 @@ typedef struct zrt_checkpoint_tensor {
   int ndim;
   int64_t shape[8];
   int64_t numel;
-  uint64_t checksum; /**< the stored XXH3-64 of its fp32 values, row-major */
+  uint64_t checksum; /**< the stored XXH3-64 of its fp32 values, row-major; in format 2, for
+                          a dataset of more than one checksum block (the root attribute
+                          checksum_block, 2^20 elements), XXH3-64 of the blocks' own */
   int has_checksum;
 } zrt_checkpoint_tensor_t;
 

@@ -325,6 +325,14 @@ class engine {
   void save(const std::string &path, const zrt_checkpoint_params_t *params = nullptr) {
     check(zrt_checkpoint_save(get(), path.c_str(), params));
   }
+  /** Collective: copies the state, writes it in the background; zrt_checkpoint_wait the
+   * request (it says whether the save succeeded). */
+  zrt_checkpoint_request_h save_async(const std::string &path,
+                                      const zrt_checkpoint_params_t *params = nullptr) {
+    zrt_checkpoint_request_h request = nullptr;
+    check(zrt_checkpoint_save_async(get(), path.c_str(), params, &request));
+    return request;
+  }
   /** Collective. */
   void load(const std::string &path) { check(zrt_checkpoint_load(get(), path.c_str())); }
   /** Collective: destroys the engine now, throwing if that fails. */

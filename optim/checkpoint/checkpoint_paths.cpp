@@ -1,0 +1,139 @@
+#include "optim/checkpoint/checkpoint_paths.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/agree.hpp"
+#include "runtime/error.hpp"
+#include "runtime/log.hpp"
+
+namespace zrt::checkpoint {
+
+void fsync_path(const std::string &path, bool directory) {
+  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) fail(ZRT_ERR_IO, "cannot open {} to sync it: {}", path, std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) fail(ZRT_ERR_IO, "fsync {} failed: {}", path, std::strerror(errno));
+}
+
+std::string directory_of(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::vector<std::pair<long long, std::string>> files_of(const std::string &pattern) {
+  std::vector<std::pair<long long, std::string>> found;
+  size_t at = pattern.find("{step}");
+  if (at == std::string::npos) {
+    struct stat st {};
+    if (::stat(pattern.c_str(), &st) == 0) found.emplace_back(0, pattern);
+    return found;
+  }
+  std::string dir = directory_of(pattern);
+  std::string base =
+      pattern.substr(dir == "." && pattern.find('/') == std::string::npos ? 0 : dir.size() + 1);
+  size_t base_at = base.find("{step}");
+  std::string prefix = base.substr(0, base_at), suffix = base.substr(base_at + 6);
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() <= prefix.size() + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+      found.emplace_back(std::stoll(digits), dir + "/" + n);
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+void same_path_on_every_rank(MPI_Comm comm, const std::string &path, const char *what) {
+  uint64_t length = path.size();
+  watched_bcast(comm, &length, sizeof length, 0, "broadcast of rank 0's checkpoint path");
+  std::string rank0(static_cast<size_t>(length), '\0');
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) rank0 = path;
+  watched_bcast(comm, rank0.data(), rank0.size(), 0, "broadcast of rank 0's checkpoint path");
+  run_agreed(comm, [&] {
+    if (rank0 != path)
+      fail(ZRT_ERR_MISMATCH,
+           "{} was given {} here but {} on rank 0: every rank must name the same checkpoint", what,
+           path, rank0);
+  });
+}
+
+std::string storage_diagnosis(const std::string &path) {
+  std::string out;
+  struct statvfs fs {};
+  if (::statvfs(directory_of(path).c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < (64u << 20))
+      out += fmt::format("; {} has {} bytes free (No space left on device?)", directory_of(path),
+                         free_bytes);
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    out += fmt::format("; the file size limit (ulimit -f) is {} bytes (File too large)",
+                       static_cast<uint64_t>(limit.rlim_cur));
+  return out;
+}
+
+// Checked before anything is written, against the datasets' bytes plus a margin for
+// HDF5's metadata and the datasets' alignment, so that a save that cannot fit fails at once
+// and whole, rather than in the background half-way through.
+void check_room(const std::string &tmp, uint64_t bytes) {
+  const uint64_t need = bytes + bytes / 16 + (1u << 20);
+  struct statvfs fs {};
+  if (::statvfs(directory_of(tmp).c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < need)
+      fail(ZRT_ERR_IO,
+           "cannot save {}: it needs about {} bytes and {} has {} free (No space left on "
+           "device); nothing was written",
+           tmp, need, directory_of(tmp), free_bytes);
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      limit.rlim_cur < need)
+    fail(ZRT_ERR_IO,
+         "cannot save {}: it needs about {} bytes but the file size limit (ulimit -f) is {} "
+         "bytes (File too large); nothing was written",
+         tmp, need, static_cast<uint64_t>(limit.rlim_cur));
+}
+
+void remove_unfinished_saves(const std::string &pattern) {
+  for (const auto &[step, path] : files_of(pattern + ".tmp")) {
+    if (std::remove(path.c_str()) != 0)
+      log::warn("cannot remove {}, left by a save that did not finish: {}", path,
+                std::strerror(errno));
+    else
+      log::info("removed {}, left by a save that did not finish", path);
+  }
+}
+
+void prune(const std::string &pattern, int keep) {
+  if (pattern.find("{step}") == std::string::npos || keep <= 0) return;
+  std::vector<std::pair<long long, std::string>> found = files_of(pattern);
+  std::sort(found.begin(), found.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
+    if (std::remove(found[i].second.c_str()) != 0)
+      log::warn("keep_last: cannot remove {}: {}", found[i].second, std::strerror(errno));
+    else
+      log::info("keep_last: removed {}", found[i].second);
+  }
+}
+
+}  // namespace zrt::checkpoint

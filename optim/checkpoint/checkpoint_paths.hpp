@@ -1,0 +1,34 @@
+// The files around a checkpoint: path patterns ("{step}"), the room a save needs, what a
+// killed save left behind, keep_last, syncing and agreeing on the path.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zrt::checkpoint {
+
+void fsync_path(const std::string &path, bool directory);
+std::string directory_of(const std::string &path);
+// The files that pattern names, "{step}" standing for a run of digits, as (step, path) in
+// no particular order; a pattern without "{step}" names one file (step 0).
+std::vector<std::pair<long long, std::string>> files_of(const std::string &pattern);
+// Fails on every rank, naming both, when some rank passed another path than rank 0.
+void same_path_on_every_rank(MPI_Comm comm, const std::string &path, const char *what);
+// Why writing path may have failed, as the file system tells it: free space and the file
+// size limit (ulimit -f), which a failed write reports only as its errno. Empty when
+// neither is short.
+std::string storage_diagnosis(const std::string &path);
+// Refuses (Error ZRT_ERR_IO) a save of `bytes` that the file system or ulimit -f cannot
+// hold, before anything is written.
+void check_room(const std::string &tmp, uint64_t bytes);
+// A save killed before its rename leaves PATH.tmp behind (as large as a checkpoint): the
+// next save of the same pattern removes every such file, and says so.
+void remove_unfinished_saves(const std::string &pattern);
+// Deletes checkpoints matching pattern ("{step}" a run of digits) except the newest keep.
+void prune(const std::string &pattern, int keep);
+
+}  // namespace zrt::checkpoint
