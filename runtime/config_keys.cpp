@@ -255,9 +255,13 @@ std::vector<ConfigKey> library_keys() {
       config_key("comm.check_args", ConfigType::Bool, "true",
                  "agree on each collective's kind, count, dtype, op and root across ranks before "
                  "running it, so a mismatch is an error on every rank instead of a hang"),
+      config_size("checkpoint.block_bytes", "4M", 4, int64_t{1} << 30,
+                  "checkpoints write, checksum and verify their datasets in blocks of this "
+                  "many bytes (whole fp32 values; the file records it, so a file of any block size "
+                  "loads)"),
       config_size("checkpoint.alignment", "1M", 0, int64_t{1} << 30,
-                  "checkpoint datasets of at least this many bytes start at a multiple of it "
-                  "in the file (a file system's stripe or block size); 0 or 1: packed"),
+                  "checkpoint datasets of 64 KiB or more start at a multiple of this in the file "
+                  "(a file system's stripe or block size); 0 or 1: packed"),
       config_size("memory.host.limit", "0", 0, kMaxBytes,
                   "most host memory the context's host pool may reserve; 0: the node's physical "
                   "memory"),

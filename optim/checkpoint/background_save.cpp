@@ -108,6 +108,8 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
   s->tmp_ = s->path_ + ".tmp";
   s->keep_last_ = keep_last;
   s->step_ = e.step_count();
+  s->block_ =
+      static_cast<size_t>(e.context().config().get_int("checkpoint.block_bytes")) / sizeof(float);
 
   // The datasets: each parameter's master weights, then its moments.
   const std::string kind = optimizer_state_kind(e);
@@ -131,7 +133,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
     if (p.owner == e.rank()) mine.push_back(p);
   std::vector<OwnedRun> runs = all_runs(comm, e.nranks(), mine);
   SavePlan plan;
-  run_agreed(comm, [&] { plan = plan_save(runs, param_numel); });
+  run_agreed(comm, [&] { plan = plan_save(runs, param_numel, s->block_); });
   std::sort(runs.begin(), runs.end(), [](const OwnedRun &a, const OwnedRun &b) {
     return a.param != b.param ? a.param < b.param : a.begin < b.begin;
   });
@@ -202,7 +204,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
     h5::write_attr(file, "loss_scaler", scaler.dump());
     h5::write_attr(file, "config", e.context().config().to_json().dump());
     h5::write_attr(file, "metadata", metadata.empty() ? std::string("{}") : metadata);
-    h5::write_attr(file, "checksum_block", static_cast<int64_t>(kBlockElements));
+    h5::write_attr(file, "checksum_block", static_cast<int64_t>(s->block_));
     s->offsets_ = create_datasets(file, s->names_, shapes);
   });
   watched_bcast(comm, s->offsets_.data(), s->offsets_.size() * sizeof(uint64_t), 0,
@@ -326,12 +328,12 @@ void BackgroundSave::write_all(bool background) {
   try {
     for (const Write &w : writes_) {
       dataset = w.dataset;
-      for (size_t at = 0; at < w.count && !cancel_; at += kBlockElements) {
-        const size_t n = std::min(kBlockElements, w.count - at);
+      for (size_t at = 0; at < w.count && !cancel_; at += block_) {
+        const size_t n = std::min(block_, w.count - at);
         const float *src = w.values + at;
         // Hashed just before it goes out, while the block is in cache.
-        hashes_.insert(hashes_.end(), {w.dataset, (w.begin + at) / kBlockElements,
-                                       XXH3_64bits(src, n * sizeof(float))});
+        hashes_.insert(hashes_.end(),
+                       {w.dataset, (w.begin + at) / block_, XXH3_64bits(src, n * sizeof(float))});
         write_fully(fd_, src, n * sizeof(float), offsets_[w.dataset] + (w.begin + at) * 4);
       }
     }
@@ -413,7 +415,7 @@ void BackgroundSave::publish() {
     std::vector<std::vector<uint64_t>> blocks(names_.size());
     std::vector<std::vector<bool>> seen(names_.size());
     for (size_t d = 0; d < names_.size(); ++d) {
-      blocks[d].assign(block_count(numel_[d], kBlockElements), 0);
+      blocks[d].assign(block_count(numel_[d], block_), 0);
       seen[d].assign(blocks[d].size(), false);
     }
     for (int r = 0; r < nranks; ++r)

@@ -64,6 +64,7 @@ class BackgroundSave : public PendingSave, public std::enable_shared_from_this<B
   std::string pattern_, path_, tmp_;
   int keep_last_ = 0;
   int64_t step_ = 0;
+  size_t block_ = kBlockElements;   // checkpoint.block_bytes, in elements
   int fd_ = -1;                     // PATH.tmp, this rank's; closed by the writer
   std::vector<std::string> names_;  // datasets, in file order
   std::vector<size_t> numel_;       // their elements

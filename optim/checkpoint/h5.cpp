@@ -1,5 +1,7 @@
 #include "optim/checkpoint/h5.hpp"
 
+#include <algorithm>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,8 +93,11 @@ Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
 
 Id create_file(const std::string &path, MPI_Comm comm, hsize_t alignment) {
   Id fapl = file_access(comm);
-  // Raw data of every object of at least `alignment` bytes starts on a multiple of it.
-  if (alignment > 1) check(H5Pset_alignment(fapl, alignment, alignment), "H5Pset_alignment");
+  // Raw data of every object of 64 KiB or more starts on a multiple of `alignment`; the
+  // small ones fill the gaps.
+  if (alignment > 1)
+    check(H5Pset_alignment(fapl, std::min<hsize_t>(alignment, 64 << 10), alignment),
+          "H5Pset_alignment");
   // HDF5 1.8's format and later: every metadata block (superblock, object headers, B-trees)
   // carries a checksum that readers verify, so damage is reported rather than parsed.
   check(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110), "H5Pset_libver_bounds");

@@ -2,9 +2,12 @@
 // bitwise; resume equality in deterministic mode; damaged files; keep_last; weights-only
 // files; metadata. World sizes smaller than the job run on sub-communicators.
 #include <hdf5.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -58,7 +61,8 @@ struct Model {
 
   // A context and engine on the first `ranks` ranks; others get nothing (active() false).
   Model(int ranks, int stage, zrt_optimizer_t optimizer = ZRT_OPTIMIZER_ADAMW,
-        zrt_dtype_t dtype = ZRT_DTYPE_FP32, std::vector<std::vector<int64_t>> shapes = kShapes) {
+        zrt_dtype_t dtype = ZRT_DTYPE_FP32, std::vector<std::vector<int64_t>> shapes = kShapes,
+        int64_t bucket_bytes = 96) {
     {
       // Freed right after zrt_init: the context keeps a duplicate of its own.
       const test::SplitComm sub(test::rank() < ranks ? 0 : MPI_UNDEFINED, test::rank());
@@ -75,7 +79,7 @@ struct Model {
     p.optimizer = optimizer;
     p.momentum = 0.9;
     p.compute_dtype = dtype;
-    p.reduce_bucket_bytes = 96;  // several buckets
+    p.reduce_bucket_bytes = bucket_bytes;  // 96: several buckets
     EXPECT_EQ(zrt_engine_create(ctx, &p, &engine), ZRT_SUCCESS) << test::last_error();
     zrt_comm_h comm;
     zrt_context_comm(ctx, &comm);
@@ -107,23 +111,28 @@ struct Model {
 
   // Steps on a gradient that depends on the parameters, the rank and the step.
   void train(int steps, int first_step) {
-    for (int s = first_step; s < first_step + steps; ++s) {
+    for (int s = first_step; s < first_step + steps; ++s)
+      ASSERT_EQ(step(s), ZRT_SUCCESS) << test::last_error();
+  }
+  // One step s; its status.
+  zrt_status_t step(int s) {
+    {
       for (size_t t = 0; t < params.size(); ++t) {
         zrt_param_info_t info{};
         info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
         zrt_param_info(engine, params[t], &info);
-        ASSERT_EQ(zrt_param_gather(engine, params[t]), ZRT_SUCCESS) << test::last_error();
+        EXPECT_EQ(zrt_param_gather(engine, params[t]), ZRT_SUCCESS) << test::last_error();
         void *w = nullptr, *g = nullptr;
-        ASSERT_EQ(zrt_param_data(engine, params[t], &w), ZRT_SUCCESS);
-        ASSERT_EQ(zrt_grad_data(engine, params[t], &g), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_param_data(engine, params[t], &w), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_grad_data(engine, params[t], &g), ZRT_SUCCESS);
         for (size_t i = 0; i < static_cast<size_t>(info.numel); ++i)
           test::add(g, i, dtype,
                     test::load(w, i, dtype) * 0.5f +
                         0.01f * static_cast<float>((rank + 1) * (s + 1) * static_cast<int>(i % 5)));
-        ASSERT_EQ(zrt_grad_ready(engine, params[t]), ZRT_SUCCESS);
-        ASSERT_EQ(zrt_param_release(engine, params[t]), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_grad_ready(engine, params[t]), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_param_release(engine, params[t]), ZRT_SUCCESS);
       }
-      ASSERT_EQ(zrt_engine_step(engine, nullptr), ZRT_SUCCESS) << test::last_error();
+      return zrt_engine_step(engine, nullptr);
     }
   }
 
@@ -138,6 +147,13 @@ struct Model {
     }
     return out;
   }
+};
+
+// An environment variable set while alive (zrt_init reads ZRT_* keys from the environment).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
 // Every dataset of a file, by name (serial reader).
@@ -169,7 +185,7 @@ std::vector<int> world_sizes() {
 
 }  // namespace
 
-TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
+void any_world_size_and_stage_loads_any_other() {
   const std::string dir = shared_dir();
   // Save once per (world size, stage), after a few steps.
   std::map<std::pair<int, int>, std::string> files;
@@ -213,6 +229,147 @@ TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
         if (test::rank() == 0) std::remove(again.c_str());
       }
   }
+}
+
+TEST(Checkpoint, AnyWorldSizeAndStageLoadsAnyOtherBitwise) {
+  any_world_size_and_stage_loads_any_other();
+}
+
+// Blocks of 3 values: every dataset has several, and ranks' shares begin and end inside
+// blocks, so blocks are assembled from other ranks' parts at save and read past a rank's
+// share at load.
+TEST(Checkpoint, BlocksAcrossRankBoundariesLoadBitwise) {
+  ScopedEnv small("ZRT_CHECKPOINT_BLOCK_BYTES", "12");
+  ScopedEnv packed("ZRT_CHECKPOINT_ALIGNMENT", "0");
+  any_world_size_and_stage_loads_any_other();
+}
+
+// Files of format 1 (one checksum per dataset, no checksum_block) load as before.
+TEST(Checkpoint, FormatOneFilesStillLoad) {
+  const std::string dir = shared_dir(), path = dir + "/format1.h5";
+  Model m(test::size(), 2);
+  m.train(2, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+  auto saved = m.values();
+  if (test::rank() == 0) {
+    const std::map<std::string, std::vector<float>> datasets = read_all(path);
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    for (const auto &[name, values] : datasets) {
+      hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+      H5Adelete(d, "xxh3_blocks");
+      H5Adelete(d, "xxh3");
+      uint64_t h = XXH3_64bits(values.data(), values.size() * sizeof(float));
+      hid_t space = H5Screate(H5S_SCALAR);
+      hid_t a = H5Acreate2(d, "xxh3", H5T_NATIVE_UINT64, space, H5P_DEFAULT, H5P_DEFAULT);
+      H5Awrite(a, H5T_NATIVE_UINT64, &h);
+      H5Aclose(a);
+      H5Sclose(space);
+      H5Dclose(d);
+    }
+    H5Adelete(f, "checksum_block");
+    int64_t one = 1;
+    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT64, &one);
+    H5Aclose(a);
+    H5Fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::vector<char> text(1 << 20);
+  size_t length = 0;
+  CHECK_OK(zrt_checkpoint_describe(path.c_str(), text.data(), text.size(), &length));
+  EXPECT_EQ(nlohmann::json::parse(text.data())["format_version"], 1);
+  Model other(test::size(), 3);
+  CHECK_OK(zrt_checkpoint_load(other.engine, path.c_str()));
+  EXPECT_EQ(other.values(), saved);
+}
+
+// An asynchronous save copies the state before it returns: the update that follows at
+// once is not in the file, which equals a synchronous save of the same state bitwise.
+TEST(Checkpoint, AsyncSaveHoldsThePreUpdateValuesBitwise) {
+  ScopedEnv small("ZRT_CHECKPOINT_BLOCK_BYTES", "20");
+  const std::string dir = shared_dir();
+  for (int stage : {0, 2, 3}) {
+    SCOPED_TRACE(fmt::format("stage {}", stage));
+    const std::string sync = fmt::format("{}/sync{}.h5", dir, stage),
+                      async = fmt::format("{}/async{}.h5", dir, stage);
+    Model m(test::size(), stage);
+    m.train(3, 0);
+    auto saved = m.values();
+    CHECK_OK(zrt_checkpoint_save(m.engine, sync.c_str(), nullptr));
+    zrt_checkpoint_request_h request = nullptr;
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, async.c_str(), nullptr, &request));
+    m.train(2, 3);  // the first step publishes the save once every rank has written
+    CHECK_OK(zrt_checkpoint_wait(request));
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(read_all(async), read_all(sync));
+    EXPECT_NE(m.values(), saved) << "the steps after the save changed the weights";
+    Model loaded(test::size(), 1);
+    CHECK_OK(zrt_checkpoint_load(loaded.engine, async.c_str()));
+    EXPECT_EQ(loaded.values(), saved);
+    // Two in a row: the second waits for the first; test reports each as done.
+    zrt_checkpoint_request_h first = nullptr, second = nullptr;
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".1").c_str(), nullptr, &first));
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".2").c_str(), nullptr, &second));
+    int done = 0;
+    CHECK_OK(zrt_checkpoint_test(first, &done));
+    EXPECT_EQ(done, 1) << "the second save waited for the first";
+    CHECK_OK(zrt_checkpoint_wait(second));
+    EXPECT_EQ(read_all(async + ".1"), read_all(async + ".2"));
+  }
+}
+
+// A background write that fails is reported by the next step on every rank, before the
+// step changes anything; the previous checkpoint stays, and the step then goes on. The
+// failure: the last rank's file size limit (ulimit -f) lies between what the save needs,
+// which is checked before it starts, and the offsets of its blocks, which 64 MiB alignment
+// puts further out (in a sparse file).
+TEST(Checkpoint, AsyncSaveThatCannotWriteFailsOnEveryRankAndKeepsThePrevious) {
+  if (test::size() < 2) GTEST_SKIP() << "the failing rank is not rank 0, which lays the file out";
+  ScopedEnv aligned("ZRT_CHECKPOINT_ALIGNMENT", "64M");
+  ScopedEnv blocks("ZRT_CHECKPOINT_BLOCK_BYTES", "64K");  // every rank writes blocks
+  const std::string dir = shared_dir(), path = dir + "/full.h5";
+  const std::vector<std::vector<int64_t>> big = {{512, 1024}, {33}};
+  // Large buckets: each rank holds long runs of the weights, and so writes blocks.
+  Model m(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big, 1 << 20);
+  m.train(2, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+  auto saved = m.values();
+  m.train(1, 2);
+  const bool limited = test::rank() == test::size() - 1;
+  struct rlimit old {};
+  getrlimit(RLIMIT_FSIZE, &old);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  if (limited) {
+    struct rlimit small = old;
+    small.rlim_cur = 32 << 20;  // the save needs about 8 MiB; its datasets start at 64 MiB
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  zrt_checkpoint_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_async(m.engine, path.c_str(), nullptr, &request));
+  // The limit is the whole process's: lifted once the writer has tried (its first write
+  // fails at once), before the steps, whose shared-memory windows may grow their files.
+  usleep(300 * 1000);
+  if (limited) setrlimit(RLIMIT_FSIZE, &old);
+  // Steps until one reports the failure.
+  zrt_status_t status = ZRT_SUCCESS;
+  std::vector<std::vector<float>> before_failure;
+  for (int s = 3; s < 200 && status == ZRT_SUCCESS; ++s) {
+    before_failure = m.values();
+    status = m.step(s);
+  }
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(status, ZRT_ERR_IO);
+  mentions(fmt::format("rank {}: cannot write", test::size() - 1));
+  mentions("File too large");
+  mentions("the checkpoints saved before it are kept");
+  EXPECT_EQ(m.values(), before_failure) << "the failed step changed nothing";
+  EXPECT_EQ(zrt_engine_step(m.engine, nullptr), ZRT_SUCCESS) << "called again, it steps";
+  EXPECT_EQ(zrt_checkpoint_wait(request), ZRT_ERR_IO);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  Model other(test::size(), 3, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big);
+  CHECK_OK(zrt_checkpoint_load(other.engine, path.c_str()));
+  EXPECT_EQ(other.values(), saved);
 }
 
 TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
