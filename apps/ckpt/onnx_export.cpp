@@ -47,7 +47,8 @@ void export_onnx(const OnnxExport &e) {
       auto it = index.find(name);
       if (it == index.end())
         throw std::runtime_error(fmt::format("--format onnx: {} lacks the tensor {}", path, name));
-      return std::pair{file.tensors()[it->second].shape, file.read(it->second)};
+      const size_t i = it->second;
+      return zonnx::StoredWeight{file.tensors()[i].shape, [&file, i] { return file.read(i); }};
     };
     if (is_gpt2)
       zonnx::build_gpt2(graph, gpt2, read);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -124,41 +126,70 @@ std::vector<float> to_float(const Tensor &t, const uint8_t *data) {
   return out;
 }
 
-void write(const std::string &path, const std::vector<Output> &tensors, const std::string &dtype,
-           const std::map<std::string, std::string> &metadata) {
-  size_t esize = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
-  if (esize == 0)
+Writer::Writer(const std::string &path, const std::vector<Entry> &tensors, const std::string &dtype,
+               const std::map<std::string, std::string> &metadata)
+    : path_(path), partial_(path + ".partial"), dtype_(dtype) {
+  esize_ = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
+  if (esize_ == 0)
     throw Error(fmt::format("cannot write dtype {}: accepted are F32, F16, BF16", dtype));
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
-  for (const Output &t : tensors) {
-    size_t bytes = t.values.size() * esize;
+  for (const Entry &t : tensors) {
+    size_t numel = 1;
+    for (int64_t d : t.shape)
+      numel *= static_cast<size_t>(d);
+    const size_t bytes = numel * esize_;
     header[t.name] = {
         {"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
+    expected_ += numel;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data aligned, as the reference does
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write " + path);
+  out_.open(partial_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw Error("cannot write " + partial_);
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i)
-    out.put(static_cast<char>((n >> (8 * i)) & 0xff));
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const Output &t : tensors) {
-    if (esize == 4) {
-      out.write(reinterpret_cast<const char *>(t.values.data()),
-                static_cast<std::streamsize>(t.values.size() * 4));
-      continue;
+    out_.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+Writer::~Writer() {
+  if (done_) return;
+  out_.close();
+  std::remove(partial_.c_str());
+}
+
+void Writer::append(const float *values, size_t count) {
+  if (count > expected_ - written_)
+    throw Error(fmt::format("{}: more values than the header's {}", path_, expected_));
+  written_ += count;
+  if (esize_ == 4) {
+    out_.write(reinterpret_cast<const char *>(values), static_cast<std::streamsize>(count * 4));
+  } else {
+    const zrt_dtype_t to = dtype_ == "BF16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP16;
+    // In blocks: a converted copy of a whole tensor would be half its size again.
+    constexpr size_t kBlock = size_t{1} << 18;
+    half_.resize(std::min(count, kBlock));
+    for (size_t at = 0; at < count; at += kBlock) {
+      const size_t n = std::min(kBlock, count - at);
+      convert(values + at, ZRT_DTYPE_FP32, half_.data(), to, n);
+      out_.write(reinterpret_cast<const char *>(half_.data()), static_cast<std::streamsize>(n * 2));
     }
-    std::vector<uint16_t> half(t.values.size());
-    convert(t.values.data(), ZRT_DTYPE_FP32, half.data(),
-            dtype == "BF16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP16, half.size());
-    out.write(reinterpret_cast<const char *>(half.data()),
-              static_cast<std::streamsize>(half.size() * 2));
   }
-  if (!out) throw Error("writing " + path + " failed");
+  if (!out_) throw Error("writing " + partial_ + " failed");
+}
+
+void Writer::finish() {
+  if (written_ != expected_)
+    throw Error(
+        fmt::format("{}: {} of the header's {} values written", path_, written_, expected_));
+  out_.close();
+  if (!out_) throw Error("writing " + partial_ + " failed");
+  if (std::rename(partial_.c_str(), path_.c_str()) != 0)
+    throw Error(fmt::format("cannot rename {} to {}: {}", partial_, path_, std::strerror(errno)));
+  done_ = true;
 }
 
 std::vector<uint8_t> read_file(const std::string &path) {

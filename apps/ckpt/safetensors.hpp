@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -39,14 +40,36 @@ File parse(const uint8_t *bytes, size_t size);
 // Converts a tensor's bytes (F32, F16, BF16, F64) to fp32. Throws Error for other dtypes.
 std::vector<float> to_float(const Tensor &t, const uint8_t *data_section);
 
-// Writes tensors (fp32 values, stored as dtype "F32", "F16" or "BF16") and metadata.
-struct Output {
+// A file being written one tensor at a time: the header first, from the tensors' names and
+// shapes (no value is needed to know where each one's bytes go), then each tensor's fp32
+// values, in the order given, converted on the way to dtype "F32", "F16" or "BF16" a block
+// at a time. Written as PATH.partial and renamed by finish(), so a failed export leaves no
+// file (and an earlier one whole).
+struct Entry {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> values;
 };
-void write(const std::string &path, const std::vector<Output> &tensors, const std::string &dtype,
-           const std::map<std::string, std::string> &metadata);
+class Writer {
+ public:
+  /// Writes the header. Throws Error.
+  Writer(const std::string &path, const std::vector<Entry> &tensors, const std::string &dtype,
+         const std::map<std::string, std::string> &metadata);
+  ~Writer();
+  Writer(const Writer &) = delete;
+  Writer &operator=(const Writer &) = delete;
+  /// The next @p count values (of the current tensor, or running into the next ones).
+  void append(const float *values, size_t count);
+  /// Checks that every tensor's values came, closes and renames. Throws Error.
+  void finish();
+
+ private:
+  std::string path_, partial_;
+  std::ofstream out_;
+  size_t esize_ = 0, expected_ = 0, written_ = 0;  // in values
+  std::string dtype_;
+  std::vector<uint16_t> half_;  // one block, converted
+  bool done_ = false;
+};
 
 std::vector<uint8_t> read_file(const std::string &path);
 

@@ -25,11 +25,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hf_names.hpp"
 #include "onnx_export.hpp"
 #include "safetensors.hpp"
+#include "tensor_blocks.hpp"
 #include "weights_file.hpp"
 
 namespace {
@@ -276,34 +278,57 @@ int export_file(const std::string &path, const std::string &format, const std::s
     throw Failure("--names hf: Hugging Face's names are for --format safetensors");
   std::optional<weights::ModelKind> kind;
   if (names == "hf") kind = model_of(d, model, path);
+  // Names and shapes first, from the file's table: no value is read until it is written,
+  // and then one tensor at a time.
+  struct Planned {
+    int index;
+    std::string name;
+    std::vector<int64_t> shape;  // as written
+    bool transposed = false;     // a 2-D tensor written the other way round
+  };
   Reader r(path);
-  std::vector<safetensors::Output> tensors;
+  std::vector<Planned> tensors;
   for (int i = 0; i < r.count(); ++i) {
     zrt_checkpoint_tensor_t t = r.tensor(i);
     std::string name = t.name;
     if (name.rfind("params/", 0) != 0) continue;  // weights only: optimizer state stays behind
-    safetensors::Output o{name.substr(7), std::vector<int64_t>(t.shape, t.shape + t.ndim),
-                          r.read(i)};
+    Planned p{i, name.substr(7), std::vector<int64_t>(t.shape, t.shape + t.ndim)};
     if (kind) {
-      auto hf = weights::to_hf(*kind, o.name);
+      auto hf = weights::to_hf(*kind, p.name);
       if (!hf)
         throw Failure(fmt::format("--names hf: {} is not a {} tensor (is {} of another model?)",
-                                  o.name, weights::model_kind_name(*kind), path));
-      o.name = hf->name;
-      if (hf->transposed) o.values = weights::transposed(o.values, o.shape);
+                                  p.name, weights::model_kind_name(*kind), path));
+      if (hf->transposed && p.shape.size() != 2)
+        throw Failure(fmt::format("--names hf: {} is {}-D, not a matrix to transpose", p.name,
+                                  p.shape.size()));
+      p.name = hf->name;
+      p.transposed = hf->transposed;
+      if (p.transposed) std::swap(p.shape[0], p.shape[1]);
     }
-    tensors.push_back(std::move(o));
+    tensors.push_back(std::move(p));
   }
   if (format == "safetensors") {
     std::string st = dtype == "bf16" ? "BF16" : dtype == "fp16" ? "F16" : "F32";
     std::map<std::string, std::string> meta = {
         {"format", "pt"}, {"zerort_step", std::to_string(d.value("step", 0))}, {"source", path}};
     if (kind) meta["zerort_names"] = "hf";
-    safetensors::write(out, tensors, st, meta);
+    std::vector<safetensors::Entry> entries;
+    for (const Planned &p : tensors)
+      entries.push_back({p.name, p.shape});
+    safetensors::Writer w(out, entries, st, meta);
+    const weights::BlockSink append = [&](const float *v, size_t n) { w.append(v, n); };
+    for (const Planned &p : tensors) {
+      const std::vector<float> v = r.read(p.index);
+      if (p.transposed)
+        weights::transposed_blocks(v, p.shape[1], p.shape[0], append);
+      else
+        append(v.data(), v.size());
+    }
+    w.finish();
   } else {
     Writer w(out, nlohmann::json{{"exported_from", path}, {"step", d.value("step", 0)}}.dump());
-    for (const auto &t : tensors)
-      w.write(t.name, t.shape, t.values.data());
+    for (const Planned &p : tensors)
+      w.write(p.name, p.shape, r.read(p.index).data());
     w.finish();
   }
   fmt::print(

@@ -21,8 +21,9 @@ struct BertShape {
   float layer_norm_eps = 1e-12f;
 };
 
-/// Adds the graph to @p g, reading each weight once. Throws std::invalid_argument naming a
-/// tensor whose shape is not the one @p shape implies.
+/// Adds the graph to @p g, checking each weight's shape (its values are read once, when
+/// @p g is written). Throws std::invalid_argument naming a tensor whose shape is not the
+/// one @p shape implies.
 void build_bert(OnnxGraph &g, const BertShape &shape, const WeightReader &read);
 
 }  // namespace zonnx

@@ -19,8 +19,9 @@ struct Gpt2Shape {
   int64_t channels = 0, vocab = 0, positions = 0;
 };
 
-/// Adds the graph to @p g, reading each weight once, in order. Throws std::invalid_argument
-/// naming a tensor whose shape is not the one @p shape implies.
+/// Adds the graph to @p g, checking each weight's shape (its values are read once, in order,
+/// when @p g is written). Throws std::invalid_argument naming a tensor whose shape is not
+/// the one @p shape implies.
 void build_gpt2(OnnxGraph &g, const Gpt2Shape &shape, const WeightReader &read);
 
 }  // namespace zonnx

@@ -6,18 +6,27 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "hf_names.hpp"
+#include "tensor_blocks.hpp"
 
 namespace zonnx {
 
 std::string ModelBuilder::weight(const std::string &name, const std::vector<int64_t> &want,
                                  bool transpose) {
-  auto [shape, values] = read_(name);
-  if (shape != want)
+  StoredWeight w = read_(name);
+  if (w.shape != want)
     throw std::invalid_argument(fmt::format("{} is [{}], {} needs [{}]", name,
-                                            fmt::join(shape, ", "), model_, fmt::join(want, ", ")));
-  if (transpose) values = weights::transposed(values, shape);
-  return g_.weight(name, shape, values);
+                                            fmt::join(w.shape, ", "), model_,
+                                            fmt::join(want, ", ")));
+  if (!transpose)
+    return g_.weight(name, w.shape, [values = std::move(w.values)](const weights::BlockSink &sink) {
+      const std::vector<float> v = values();
+      sink(v.data(), v.size());
+    });
+  return g_.weight(name, {want[1], want[0]},
+                   [values = std::move(w.values), rows = want[0],
+                    cols = want[1]](const weights::BlockSink &sink) {
+                     weights::transposed_blocks(values(), rows, cols, sink);
+                   });
 }
 
 std::string ModelBuilder::linear(const std::string &prefix, const std::string &x, int64_t out,

@@ -7,16 +7,20 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "onnx_graph.hpp"
 
 namespace zonnx {
 
-/// A tensor of the model's layout by name: its shape and fp32 values.
-using WeightReader =
-    std::function<std::pair<std::vector<int64_t>, std::vector<float>>(const std::string &)>;
+/// A tensor of the model's layout: its shape, and how to read its fp32 values, called once
+/// when the model is written (so that one tensor at a time is in memory).
+struct StoredWeight {
+  std::vector<int64_t> shape;
+  std::function<std::vector<float>()> values;
+};
+/// The tensor named so; throws when the file has none.
+using WeightReader = std::function<StoredWeight(const std::string &)>;
 
 class ModelBuilder {
  protected:

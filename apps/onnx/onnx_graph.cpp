@@ -4,7 +4,10 @@
 #include <onnx/onnx_pb.h>
 #include <zerort/zerort.h>
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "model_stream.hpp"
 
 namespace zonnx {
 namespace {
@@ -66,29 +69,20 @@ void OnnxGraph::output(const std::string &name, ElemType type, const std::vector
 }
 
 std::string OnnxGraph::weight(const std::string &name, const std::vector<int64_t> &shape,
-                              const std::vector<float> &values) {
+                              WeightValues values) {
+  const int index = graph_->initializer_size();
   auto *t = graph_->add_initializer();
   t->set_name(name);
   t->set_data_type(fp16_ ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::FLOAT);
-  for (int64_t d : shape)
+  int64_t count = 1;
+  for (int64_t d : shape) {
     t->add_dims(d);
-  // raw_data is little-endian, as this host (x86-64, aarch64) is.
-  std::vector<uint16_t> half;
-  if (fp16_) {
-    half.resize(values.size());
-    if (zrt_dtype_convert(values.data(), ZRT_DTYPE_FP32, half.data(), ZRT_DTYPE_FP16,
-                          values.size()) != ZRT_SUCCESS)
-      throw std::runtime_error(fmt::format("{} to fp16: {}", name, zrt_last_error_message()));
+    count *= d;
   }
-  const auto *bytes = fp16_ ? reinterpret_cast<const char *>(half.data())
-                            : reinterpret_cast<const char *>(values.data());
-  const int64_t size = static_cast<int64_t>(values.size() * (fp16_ ? 2 : 4));
+  const int64_t size = count * (fp16_ ? 2 : 4);
   weight_bytes_ += size;
-  if (!external_.is_open()) {
-    t->set_raw_data(bytes, static_cast<size_t>(size));
-  } else {
-    external_.write(bytes, size);
-    if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
+  if (external_.is_open()) {
+    // Where its bytes will go, known from its size alone: written by write().
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     for (auto [key, value] : {std::pair{"location", external_name_},
                               std::pair{"offset", std::to_string(external_offset_)},
@@ -99,8 +93,38 @@ std::string OnnxGraph::weight(const std::string &name, const std::vector<int64_t
     }
     external_offset_ += size;
   }
+  pending_.push_back({index, count, std::move(values)});
   if (!fp16_) return name;
   return node("Cast", {name}, name + "_fp32", {{"to", int64_t{onnx::TensorProto::FLOAT}}});
+}
+
+void OnnxGraph::write_weight(const Pending &p,
+                             const std::function<void(const char *, size_t)> &write) {
+  const std::string &name = graph_->initializer(p.initializer).name();
+  int64_t count = 0;
+  std::vector<uint16_t> half;
+  p.values([&](const float *values, size_t n) {
+    count += static_cast<int64_t>(n);
+    if (count > p.count)
+      throw std::runtime_error(fmt::format("{}: more than its {} values", name, p.count));
+    // raw_data is little-endian, as this host (x86-64, aarch64) is.
+    if (!fp16_) {
+      write(reinterpret_cast<const char *>(values), n * 4);
+      return;
+    }
+    // In blocks: a whole tensor's fp16 copy would be half its size again.
+    constexpr size_t kBlock = size_t{1} << 18;
+    half.resize(std::min(n, kBlock));
+    for (size_t at = 0; at < n; at += kBlock) {
+      const size_t m = std::min(kBlock, n - at);
+      if (zrt_dtype_convert(values + at, ZRT_DTYPE_FP32, half.data(), ZRT_DTYPE_FP16, m) !=
+          ZRT_SUCCESS)
+        throw std::runtime_error(fmt::format("{} to fp16: {}", name, zrt_last_error_message()));
+      write(reinterpret_cast<const char *>(half.data()), m * 2);
+    }
+  });
+  if (count != p.count)
+    throw std::runtime_error(fmt::format("{}: {} values, its shape says {}", name, count, p.count));
 }
 
 std::string OnnxGraph::ints(const std::vector<int64_t> &values, const std::vector<int64_t> &shape) {
@@ -178,17 +202,33 @@ OnnxGraph::~OnnxGraph() {
 }
 
 void OnnxGraph::write(const std::filesystem::path &path) {
-  if (external_.is_open()) {
-    external_.close();
-    if (!external_) throw std::runtime_error(fmt::format("cannot finish {}", external_name_));
-  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot create {}", path.string()));
-  if (!model_->SerializeToOstream(&out))
-    throw std::runtime_error(fmt::format(
-        "cannot serialize the model to {} ({} of weights inline: past protobuf's 2 GB, use "
-        "--external-data)",
-        path.string(), weight_bytes_));
+  if (external_.is_open()) {
+    for (const Pending &p : pending_)
+      write_weight(p, [&](const char *bytes, size_t size) {
+        external_.write(bytes, static_cast<std::streamsize>(size));
+        if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
+      });
+    external_.close();
+    if (!external_) throw std::runtime_error(fmt::format("cannot finish {}", external_name_));
+    if (!model_->SerializeToOstream(&out))
+      throw std::runtime_error(fmt::format("cannot serialize the model to {}", path.string()));
+  } else {
+    std::vector<StreamedRawData> inline_data;
+    for (const Pending &p : pending_)
+      inline_data.push_back(
+          {p.initializer, static_cast<uint64_t>(p.count * (fp16_ ? 2 : 4)),
+           [this, pending = &p](const ByteSink &sink) { write_weight(*pending, sink); }});
+    try {
+      serialize_streamed(*model_, inline_data, out);
+    } catch (const std::length_error &) {
+      throw std::runtime_error(fmt::format(
+          "cannot serialize the model to {} ({} of weights inline: past protobuf's 2 GB, use "
+          "--external-data)",
+          path.string(), weight_bytes_));
+    }
+  }
   out.close();
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
   // The weights under their name once the model that names them is written.

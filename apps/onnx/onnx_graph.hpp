@@ -1,17 +1,21 @@
 // An ONNX model built with ONNX's own protobuf classes (Debian's libonnx-dev: ONNX 1.12, IR
 // version 8, opset 17), not by writing bytes by hand: nodes, int64 constants and fp32
-// weights, inputs and outputs with named (dynamic) dimensions. Weights go inline, or, for
-// models past protobuf's 2 GB limit, to a side file in ONNX's external-data format as they
-// are added, so that the model's bytes are never all in memory twice.
+// weights, inputs and outputs with named (dynamic) dimensions. A weight's values are not
+// held: each is read when the model is written, one at a time, and its bytes go straight
+// out, to a side file in ONNX's external-data format (models past protobuf's 2 GB limit)
+// or inline into the model's own bytes (model_stream.hpp).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "tensor_blocks.hpp"
 
 namespace onnx {
 class ModelProto;
@@ -45,10 +49,13 @@ class OnnxGraph {
   void input(const std::string &name, ElemType type, const std::vector<Dim> &dims);
   void output(const std::string &name, ElemType type, const std::vector<Dim> &dims);
 
-  /// An fp32 weight (initializer) named @p name; returns the name of its fp32 value (@p name,
-  /// or its Cast's output with fp16 weights).
+  /// Passes a weight's fp32 values, row-major, to the sink (in one call or in blocks).
+  using WeightValues = std::function<void(const weights::BlockSink &)>;
+  /// An fp32 weight (initializer) named @p name of @p shape, whose values @p values gives
+  /// when the model is written; returns the name of its fp32 value (@p name, or its Cast's
+  /// output with fp16 weights).
   std::string weight(const std::string &name, const std::vector<int64_t> &shape,
-                     const std::vector<float> &values);
+                     WeightValues values);
   /// An int64 constant of @p shape (empty: a scalar); returns its name.
   std::string ints(const std::vector<int64_t> &values, const std::vector<int64_t> &shape);
   /// An fp32 scalar constant; returns its name.
@@ -64,17 +71,27 @@ class OnnxGraph {
   /// Renames the output @p value to @p name (an Identity node), for a graph output.
   void name_output(const std::string &value, const std::string &name);
 
-  /// Serializes the model to @p path and moves the side file (written as NAME.partial) to
-  /// its name; a graph destroyed unwritten removes its side file. Throws
-  /// std::runtime_error when the model cannot be written (past 2 GB inline: use external
-  /// data).
+  /// Reads the weights one at a time and writes their bytes, to the side file (written as
+  /// NAME.partial and moved to its name) or inline; serializes the model to @p path. A
+  /// graph destroyed unwritten removes its side file. Throws std::runtime_error when the
+  /// model cannot be written (past 2 GB inline: use external data), or what a weight's
+  /// values throw.
   void write(const std::filesystem::path &path);
 
   /// Bytes of weights so far.
   int64_t weight_bytes() const { return weight_bytes_; }
 
  private:
+  struct Pending {
+    int initializer;  // in the graph
+    int64_t count;    // values
+    WeightValues values;
+  };
+  /// Pending weight @p p's bytes (fp32 or fp16), to @p write in blocks.
+  void write_weight(const Pending &p, const std::function<void(const char *, size_t)> &write);
+
   std::unique_ptr<onnx::ModelProto> model_;
+  std::vector<Pending> pending_;
   onnx::GraphProto *graph_;
   std::string external_name_;
   std::filesystem::path external_path_;
