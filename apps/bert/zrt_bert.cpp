@@ -141,6 +141,9 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", t.save_every, "steps between checkpoints (0: at the end)")
       ->check(kNonNegative)
       ->capture_default_str();
+  app.add_flag("--save-async", t.save_async,
+               "--save-every checkpoints copy the state and write in the background while "
+               "training goes on (the last and a signal's are written at once)");
   training::add_start_options(app, c.resume, c.init_from);
   app.add_option("--dump-logits", c.train.dump_logits,
                  "write the MLM and NSP probabilities and the pooled output of one validation "

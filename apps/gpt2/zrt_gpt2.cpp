@@ -146,6 +146,9 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
       ->check(training::kNonNegative)
       ->capture_default_str();
+  app.add_flag("--save-async", c.train.save_async,
+               "--save-every checkpoints copy the state and write in the background while "
+               "training goes on (the last and a signal's are written at once)");
   training::add_start_options(app, c.resume, c.init_from);
   app.add_option("--dump-logits", c.train.dump_logits,
                  "write the logits of one validation batch (--batch x --seq) to this file "

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/tensor.hpp"
@@ -298,6 +299,8 @@ class EngineModelState final : public ModelState {
 
   ~EngineModelState() override {
     store_.reset();
+    // A background save still writing is published by the destroy, which waits for it.
+    if (pending_ != nullptr) zrt_checkpoint_wait(pending_);
     zrt_engine_destroy(engine_);
   }
 
@@ -346,14 +349,26 @@ class EngineModelState final : public ModelState {
     return 16 * r.parameter_count;
   }
 
-  void save(const std::string &path, const std::string &metadata) override {
+  void save(const std::string &path, const std::string &metadata, bool background) override {
+    wait_for_save();
     zrt_checkpoint_params_t p = {};
     p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_METADATA;
     p.metadata = metadata.c_str();
-    check(zrt_checkpoint_save(engine_, path.c_str(), &p));
+    if (background)
+      check(zrt_checkpoint_save_async(engine_, path.c_str(), &p, &pending_));
+    else
+      check(zrt_checkpoint_save(engine_, path.c_str(), &p));
+  }
+
+  // The background save before, published (or its failure thrown).
+  void wait_for_save() {
+    if (pending_ == nullptr) return;
+    zrt_checkpoint_request_h request = std::exchange(pending_, nullptr);
+    check(zrt_checkpoint_wait(request));
   }
 
   void load(const std::string &path) override {
+    wait_for_save();
     check(zrt_checkpoint_load(engine_, path.c_str()));
   }
 
@@ -369,6 +384,7 @@ class EngineModelState final : public ModelState {
   }
 
  private:
+  zrt_checkpoint_request_h pending_ = nullptr;  // the background save in flight
   EngineOptions opt_;
   nlohmann::json resolved_;  // zrt_engine_describe after commit
   int ranks_ = 1;

@@ -9,7 +9,7 @@
 //   step(lr)                zrt_engine_set_lr(lr); zrt_engine_step(&report), after every
 //                           micro-step (the engine counts them and updates on the last)
 //   memory()                zrt_engine_memory
-//   save(path, metadata)    zrt_checkpoint_save (zerort/checkpoint.h)
+//   save(path, metadata)    zrt_checkpoint_save, or zrt_checkpoint_save_async (background)
 //   load(path)              zrt_checkpoint_load
 #pragma once
 
@@ -67,8 +67,11 @@ class ModelState {
   /// comparison: 16 bytes a parameter with Adam.
   virtual int64_t stage0_bytes() const = 0;
   /// Writes the model states and @p metadata (JSON text, the trainer's own state) to the
-  /// HDF5 checkpoint @p path, atomically. Collective, between optimizer steps.
-  virtual void save(const std::string &path, const std::string &metadata) = 0;
+  /// HDF5 checkpoint @p path, atomically. Collective, between optimizer steps. background:
+  /// return once the states are copied and write while training goes on (a failed write
+  /// is thrown by a later step or save); a save waits for the one before.
+  virtual void save(const std::string &path, const std::string &metadata,
+                    bool background = false) = 0;
   /// Replaces the model states (parameters, optimizer state, step) with those of @p path.
   /// Collective; on failure the states are left as they were.
   virtual void load(const std::string &path) = 0;

@@ -2,12 +2,17 @@
 //   checkpoint_crash save PATH    train, save PATH, write the expected values to PATH.expected
 //   checkpoint_crash crash PATH   train on, start saving PATH again; rank 1 dies mid-save
 //   checkpoint_crash check PATH   load PATH and compare with PATH.expected
+//   checkpoint_crash async PATH MS   train on, save PATH in the background, train on; rank 1
+//                                  dies MS milliseconds after the save started
+//   checkpoint_crash check-any PATH  load PATH: the previous checkpoint (as PATH.expected),
+//                                  or the background save's, complete (its checksums hold)
 #include <mpi.h>
 #include <unistd.h>
 #include <zerort/zerort.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -27,7 +32,7 @@ const size_t kNumel = 1024 * 2048;
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && argc != 4) return 2;
   std::string mode = argv[1], path = argv[2];
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -77,6 +82,37 @@ int main(int argc, char **argv) {
     zrt_checkpoint_save(e, path.c_str(), nullptr);
     std::fprintf(stderr, "checkpoint_crash: the save finished before rank 1 died\n");
     rc = 3;
+  } else if (mode == "async") {
+    if (!train(3)) return fail("train");
+    const int ms = argc == 4 ? std::atoi(argv[3]) : 0;
+    if (rank == 1)
+      std::thread([ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        std::fprintf(stderr, "checkpoint_crash: rank 1 dies %d ms into the background save\n", ms);
+        _exit(7);
+      }).detach();
+    zrt_checkpoint_request_h request = nullptr;
+    if (zrt_checkpoint_save_async(e, path.c_str(), nullptr, &request)) return fail("save_async");
+    train(1000);  // until killed
+    zrt_checkpoint_wait(request);
+    rc = 3;
+  } else if (mode == "check-any") {
+    if (zrt_checkpoint_load(e, path.c_str())) return fail("load");
+    std::vector<char> text(1 << 20);
+    size_t length = 0;
+    zrt_checkpoint_describe(path.c_str(), text.data(), text.size(), &length);
+    const bool previous = std::strstr(text.data(), "\"step\":2,") != nullptr;
+    std::vector<float> expected(kNumel);
+    std::ifstream(path + ".expected", std::ios::binary)
+        .read(reinterpret_cast<char *>(expected.data()), static_cast<std::streamsize>(kNumel * 4));
+    if (zrt_param_get(e, w, values.data(), ZRT_DTYPE_FP32)) return fail("zrt_param_get");
+    if (previous && std::memcmp(values.data(), expected.data(), kNumel * 4) != 0) {
+      std::fprintf(stderr, "checkpoint_crash: the previous checkpoint changed\n");
+      rc = 4;
+    } else if (rank == 0) {
+      std::printf("checkpoint_crash: %s loads\n",
+                  previous ? "the previous checkpoint" : "the background save, complete,");
+    }
   } else if (mode == "check") {
     if (zrt_checkpoint_load(e, path.c_str())) return fail("load");
     std::vector<float> expected(kNumel);

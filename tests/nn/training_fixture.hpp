@@ -30,8 +30,8 @@ class SignalAtStep final : public training::ModelState {
   }
   training::StateMemory memory() const override { return inner_->memory(); }
   int64_t stage0_bytes() const override { return inner_->stage0_bytes(); }
-  void save(const std::string &path, const std::string &metadata) override {
-    inner_->save(path, metadata);
+  void save(const std::string &path, const std::string &metadata, bool background) override {
+    inner_->save(path, metadata, background);
   }
   void load(const std::string &path) override { inner_->load(path); }
   std::string describe() const override { return inner_->describe(); }

@@ -58,6 +58,7 @@ struct BertTrainOptions {
   bool quiet = false;
   std::filesystem::path save_path;  // "{step}" becomes the step
   int64_t save_every = 0;
+  bool save_async = false;  // --save-every saves write in the background
   std::filesystem::path resume_path;
   std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
   std::filesystem::path dump_logits;  // write one batch's outputs and stop (--dump-logits)

@@ -127,7 +127,7 @@ struct Trainer::Impl {
   }
 
   // Writes a checkpoint after @p step. Collective.
-  std::filesystem::path save(int64_t step) {
+  std::filesystem::path save(int64_t step, bool background = false) {
     nlohmann::json meta = {{"program", "zrt-gpt2"},
                            {"model", opt_.config.to_json()},
                            {"step", step},
@@ -141,10 +141,11 @@ struct Trainer::Impl {
                            {"data", opt_.data_dir.string()}};
     meta.update(training::job_metadata());
     const auto t0 = Clock::now();
-    state_.save(opt_.save_path.string(), meta.dump());
+    state_.save(opt_.save_path.string(), meta.dump(), background);
     const std::filesystem::path path = checkpoint_path(opt_.save_path, step);
     if (lead_)
-      fmt::print("checkpoint: {} (step {}, {:.1f} s)\n", path.string(), step, seconds_since(t0));
+      fmt::print("checkpoint: {} (step {}, {:.1f} s{})\n", path.string(), step, seconds_since(t0),
+                 background ? ", writing in the background" : "");
     std::fflush(stdout);
     return path;
   }
@@ -233,7 +234,7 @@ struct Trainer::Impl {
       }
       if (!opt_.save_path.empty() && opt_.save_every > 0 && step % opt_.save_every == 0 &&
           step < opt_.steps)
-        result.checkpoint = save(step);
+        result.checkpoint = save(step, opt_.save_async);
       if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
         result.evals.push_back(evaluate(step));
       if (opt_.sample_every > 0 && step % opt_.sample_every == 0 && step < opt_.steps)

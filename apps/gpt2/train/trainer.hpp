@@ -59,6 +59,7 @@ struct TrainOptions {
   // save_every steps, and when a stop signal arrives; "{step}" in the path becomes the step.
   std::filesystem::path save_path;
   int64_t save_every = 0;             // 0: only at the end (or on a signal)
+  bool save_async = false;            // --save-every saves write in the background
   std::filesystem::path resume_path;  // continue from this checkpoint
   std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
   std::filesystem::path dump_logits;  // write one batch's logits and stop (--dump-logits)
