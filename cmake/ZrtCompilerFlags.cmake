@@ -87,3 +87,14 @@ function(zrt_precompile_headers target)
   endforeach()
   target_precompile_headers(${target} PRIVATE ${cxx_only})
 endfunction()
+
+# zrt_unity_build(target): the target's C++ files compiled a few to a translation unit, so
+# the headers and templates they share are compiled once per batch. For the larger
+# executables whose files only use the public API or GoogleTest (zrt-bench, the test
+# programs), where it halves the build; each file keeps its own line information.
+option(ZRT_UNITY_BUILD "compile the large executables' files in batches" ON)
+function(zrt_unity_build target)
+  if(ZRT_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()

@@ -1,4 +1,5 @@
 #include "bench_adam.hpp"
+#include "timing.hpp"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -23,10 +24,6 @@ struct AdamOptions {
   int iters = 5;
 };
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // The baseline: the textbook AdamW loop, one element at a time (vectorization disabled so it
 // is the scalar code a user would write without SIMD).
 __attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(float *w, float *m, float *v,
@@ -48,7 +45,7 @@ __attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(float *w, float
 double copy_bandwidth(float *dst, const float *src, size_t n, int threads) {
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    double t0 = now();
+    double t0 = wall_seconds();
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([=] {
@@ -58,7 +55,7 @@ double copy_bandwidth(float *dst, const float *src, size_t n, int threads) {
       });
     for (auto &p : pool)
       p.join();
-    best = std::max(best, 2.0 * static_cast<double>(n) * sizeof(float) / (now() - t0));
+    best = std::max(best, 2.0 * static_cast<double>(n) * sizeof(float) / (wall_seconds() - t0));
   }
   return best;
 }
@@ -70,7 +67,7 @@ double copy_bandwidth(float *dst, const float *src, size_t n, int threads) {
 double pattern_bandwidth(float *w, float *m, float *v, const float *g, size_t n, int threads) {
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    double t0 = now();
+    double t0 = wall_seconds();
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([=] {
@@ -84,7 +81,7 @@ double pattern_bandwidth(float *w, float *m, float *v, const float *g, size_t n,
       });
     for (auto &p : pool)
       p.join();
-    best = std::max(best, 28.0 * static_cast<double>(n) / (now() - t0));
+    best = std::max(best, 28.0 * static_cast<double>(n) / (wall_seconds() - t0));
   }
   return best;
 }
@@ -132,20 +129,20 @@ int run_adam(const AdamOptions &opt) {
   std::vector<double> times;
   for (int it = 0; it <= opt.iters; ++it) {
     args.step = it + 1;
-    double t0 = now();
+    double t0 = wall_seconds();
     if (zrt_optimizer_adam(ctx, &args, w.get(), m.get(), v.get(), g.get(), ZRT_DTYPE_FP32, n) !=
         ZRT_SUCCESS) {
       std::fprintf(stderr, "zrt-bench adam: %s\n", zrt_last_error_message());
       return 1;
     }
-    if (it > 0) times.push_back(now() - t0);  // the first call touches the pages
+    if (it > 0) times.push_back(wall_seconds() - t0);  // the first call touches the pages
   }
   std::sort(times.begin(), times.end());
   double ours = times[times.size() / 2];
 
-  double t0 = now();
+  double t0 = wall_seconds();
   scalar_adamw(w.get(), m.get(), v.get(), g.get(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2);
-  double scalar = now() - t0;
+  double scalar = wall_seconds() - t0;
 
   const double bytes_per_param = 28;  // read w, m, v, g; write w, m, v
   double gbs = bytes_per_param * static_cast<double>(n) / ours / 1e9;

@@ -40,14 +40,14 @@ struct OffloadOptions {
   bool staging = false;  // backward prefetches through staging buffers, not into dst
 };
 
-[[noreturn]] void die(const char *what) {
+[[noreturn]] void offload_failed(const char *what) {
   std::fprintf(stderr, "zrt-bench offload: %s failed: %s\n", what, zrt_last_error_message());
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
 }
 
 void ok(zrt_status_t st, const char *what) {
-  if (st != ZRT_SUCCESS) die(what);
+  if (st != ZRT_SUCCESS) offload_failed(what);
 }
 
 volatile float g_sink = 0;
@@ -61,18 +61,14 @@ void compute(long iterations) {
   g_sink = a[0];
 }
 
-double now() {
-  return MPI_Wtime();
-}
-
 template <class F>
 double median_seconds(int iterations, F &&f) {
   f();  // warm-up: first touch, thread start, staging buffers
   std::vector<double> t;
   for (int i = 0; i < iterations; ++i) {
-    double t0 = now();
+    double t0 = wall_seconds();
     f();
-    t.push_back(now() - t0);
+    t.push_back(wall_seconds() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -137,12 +133,12 @@ int run_offload(const OffloadOptions &opt) {
   };
   std::vector<double> pushes, fetches;
   median_seconds(opt.iterations, [&] {
-    double t0 = now();
+    double t0 = wall_seconds();
     push_all();
-    double t1 = now();
+    double t1 = wall_seconds();
     fetch_all();
     pushes.push_back(t1 - t0);
-    fetches.push_back(now() - t1);
+    fetches.push_back(wall_seconds() - t1);
   });
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -154,9 +150,9 @@ int run_offload(const OffloadOptions &opt) {
   long iters = 1;
   double per_layer = opt.compute_ratio * (t_push + t_fetch) / (2.0 * static_cast<double>(L));
   for (;;) {
-    double t0 = now();
+    double t0 = wall_seconds();
     compute(iters);
-    if (now() - t0 >= per_layer / 8 || iters >= (1L << 40)) break;
+    if (wall_seconds() - t0 >= per_layer / 8 || iters >= (1L << 40)) break;
     iters *= 2;
   }
   // Scale by the median of several runs: one run on a shared machine can be far off.
@@ -172,12 +168,12 @@ int run_offload(const OffloadOptions &opt) {
   std::vector<double> fwd, bwd;
   zrt_offload_stats(off, &before);
   median_seconds(opt.iterations, [&] {
-    double t0 = now();
+    double t0 = wall_seconds();
     for (size_t l = 0; l < L; ++l) {
       compute(iters);
       ok(zrt_offload_push(off, acts[l], bytes, &tokens[l]), "zrt_offload_push");
     }
-    double t1 = now();
+    double t1 = wall_seconds();
     for (size_t l = L; l-- > 0;) {
       if (l > 0) {
         zrt_status_t st = opt.staging ? zrt_offload_prefetch(off, tokens[l - 1])
@@ -188,7 +184,7 @@ int run_offload(const OffloadOptions &opt) {
       ok(zrt_offload_fetch(off, tokens[l], acts[l]), "zrt_offload_fetch");
     }
     fwd.push_back(t1 - t0);
-    bwd.push_back(now() - t1);
+    bwd.push_back(wall_seconds() - t1);
   });
   zrt_offload_stats(off, &after);
   double t_fwd = median(fwd), t_bwd = median(bwd);

@@ -53,14 +53,10 @@ struct PoolOptions {
   int iterations = 3;
 };
 
-[[noreturn]] void die(const char *what) {
+[[noreturn]] void pool_failed(const char *what) {
   std::fprintf(stderr, "zrt-bench pool: %s failed: %s\n", what, zrt_last_error_message());
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
-}
-
-double now() {
-  return MPI_Wtime();
 }
 
 // An allocator under test: alloc(bytes) and release(ptr, bytes).
@@ -102,19 +98,19 @@ std::array<double, sizeof...(Allocators)> latency_ns(size_t bytes, int depth, in
         round();  // warm-up: the first round pays for growth in every allocator
         long r = 1;
         for (;;) {
-          double t0 = now();
+          double t0 = wall_seconds();
           for (long x = 0; x < r; ++x)
             round();
-          if (now() - t0 >= 5e-5 || r >= (1L << 20)) break;
+          if (wall_seconds() - t0 >= 5e-5 || r >= (1L << 20)) break;
           r *= 2;
         }
         reps[i] = r;
         return;
       }
-      double t0 = now();
+      double t0 = wall_seconds();
       for (long x = 0; x < reps[i]; ++x)
         round();
-      per_op[i].push_back((now() - t0) / static_cast<double>(reps[i] * depth));
+      per_op[i].push_back((wall_seconds() - t0) / static_cast<double>(reps[i] * depth));
     };
   };
   (make_sampler(allocators), ...);
@@ -214,7 +210,7 @@ int run_pool(const PoolOptions &opt) {
     return 2;
   }
   zrt_context_h ctx = nullptr;
-  if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) die("zrt_init");
+  if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) pool_failed("zrt_init");
   std::FILE *json_out = nullptr;
   if (rank == 0 && !opt.json_file.empty()) {
     json_out = std::fopen(opt.json_file.c_str(), "w");
@@ -234,7 +230,7 @@ int run_pool(const PoolOptions &opt) {
   params.field_mask = ZRT_POOL_PARAM_FIELD_NAME;
   params.name = "bench";
   zrt_pool_h pool = nullptr;
-  if (zrt_pool_create(ctx, &params, &pool) != ZRT_SUCCESS) die("zrt_pool_create");
+  if (zrt_pool_create(ctx, &params, &pool) != ZRT_SUCCESS) pool_failed("zrt_pool_create");
   auto check = [](void *p) {
     if (p == nullptr) {
       std::fprintf(stderr, "zrt-bench pool: a baseline allocator returned NULL\n");
@@ -245,11 +241,11 @@ int run_pool(const PoolOptions &opt) {
   Allocator ours{[&](size_t n) {
                    void *p = nullptr;
                    if (zrt_pool_alloc(pool, n, ZRT_LIFETIME_TRANSIENT, &p) != ZRT_SUCCESS)
-                     die("zrt_pool_alloc");
+                     pool_failed("zrt_pool_alloc");
                    return p;
                  },
                  [&](void *p, size_t) {
-                   if (zrt_pool_free(pool, p) != ZRT_SUCCESS) die("zrt_pool_free");
+                   if (zrt_pool_free(pool, p) != ZRT_SUCCESS) pool_failed("zrt_pool_free");
                  }};
   Allocator libc{[&](size_t n) { return check(baseline::libc_malloc(n)); },
                  [](void *p, size_t) { baseline::libc_free(p); }};
@@ -310,17 +306,17 @@ int run_pool(const PoolOptions &opt) {
     // above left mostly empty).
     zrt_pool_h tpool = nullptr;
     params.name = "trace";
-    if (zrt_pool_create(ctx, &params, &tpool) != ZRT_SUCCESS) die("zrt_pool_create");
+    if (zrt_pool_create(ctx, &params, &tpool) != ZRT_SUCCESS) pool_failed("zrt_pool_create");
     TraceTarget p{
         [&](size_t n, bool long_lived) {
           void *q = nullptr;
           if (zrt_pool_alloc(tpool, n, long_lived ? ZRT_LIFETIME_LONG : ZRT_LIFETIME_TRANSIENT,
                              &q) != ZRT_SUCCESS)
-            die("zrt_pool_alloc (trace)");
+            pool_failed("zrt_pool_alloc (trace)");
           return q;
         },
         [&](void *q) {
-          if (zrt_pool_free(tpool, q) != ZRT_SUCCESS) die("zrt_pool_free (trace)");
+          if (zrt_pool_free(tpool, q) != ZRT_SUCCESS) pool_failed("zrt_pool_free (trace)");
         },
         [&] {
           zrt_pool_stats_t s{};

@@ -1,4 +1,5 @@
 #include "gemm_baseline.hpp"
+#include "timing.hpp"
 
 #include <mpi.h>
 
@@ -7,23 +8,15 @@
 
 #include "nn/matmul.hpp"
 
-namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 double median_step_time(int reps, const std::function<void()> &fn) {
   fn();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = now();
+    const double t0 = wall_seconds();
     fn();
     Kokkos::fence();
-    double dt = now() - t0;
+    double dt = wall_seconds() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     t.push_back(dt);
   }

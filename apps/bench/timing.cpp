@@ -5,7 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 Timing time_collective(MPI_Comm comm, const TimingPolicy &policy, const std::function<void()> &fn) {
   fn();  // warm-up: first-touch of buffers, connection setup

@@ -20,6 +20,9 @@ struct Timing {
   int samples = 0;
 };
 
+// Seconds on a monotonic clock (steady_clock), for timing one rank's own work.
+double wall_seconds();
+
 // Collective over comm: one warm-up call, then samples until the policy is met.
 Timing time_collective(MPI_Comm comm, const TimingPolicy &policy, const std::function<void()> &fn);
 

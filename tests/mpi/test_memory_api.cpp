@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "mpi_fixture.hpp"
+#include "sizes.hpp"
 
 namespace {
-
-constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 
 using test::mentions;
 

@@ -9,12 +9,11 @@
 #include "memory/cuda/cuda_memory.hpp"
 #include "memory/offload.hpp"
 #include "pool_test_util.hpp"
+#include "sizes.hpp"
 
 using namespace zrt;
 
 namespace {
-
-constexpr size_t MiB = 1024 * 1024;
 
 std::unique_ptr<Pool> device_pool(size_t limit) {
   std::string why;

@@ -12,13 +12,12 @@
 #include "memory/pinned_host_resource.hpp"
 #include "memory/thread_copy_engine.hpp"
 #include "pool_test_util.hpp"
+#include "sizes.hpp"
 
 using namespace zrt;
 using pooltest::fails_with;
 
 namespace {
-
-constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 
 struct Rig {
   std::unique_ptr<Pool> pinned, staging;

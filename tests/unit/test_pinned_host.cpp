@@ -9,13 +9,12 @@
 #include "pool_test_util.hpp"
 #include "runtime/log.hpp"
 #include "runtime/topology.hpp"
+#include "sizes.hpp"
 
 using namespace zrt;
 using pooltest::fails_with;
 
 namespace {
-
-constexpr size_t MiB = 1024 * 1024;
 
 std::unique_ptr<Pool> pinned_pool(PinnedHostOptions o, size_t limit) {
   PoolOptions p;

@@ -14,6 +14,7 @@
 #include "pool_test_util.hpp"
 #include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
+#include "sizes.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -25,9 +26,7 @@ using pooltest::fill;
 using pooltest::holds;
 using pooltest::host_pool;
 
-namespace {
-constexpr size_t KiB = 1024, MiB = 1024 * 1024;
-}
+namespace {}
 
 TEST(Pool, LongLivedPacksLowTransientPacksHigh) {
   auto pool = host_pool(64 * MiB);

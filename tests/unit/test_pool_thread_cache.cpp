@@ -14,6 +14,7 @@
 
 #include "memory/quick_cache.hpp"
 #include "pool_test_util.hpp"
+#include "sizes.hpp"
 
 using namespace zrt;
 using pooltest::fails_with;
@@ -22,8 +23,6 @@ using pooltest::holds;
 using pooltest::host_pool;
 
 namespace {
-
-constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 
 std::unique_ptr<Pool> cached_pool(size_t limit, size_t cache_bytes) {
   PoolOptions o;
