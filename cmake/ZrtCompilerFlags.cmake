@@ -54,8 +54,8 @@ endif()
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 
 # Precompiled headers. fmt, nlohmann-json, CLI11, GoogleTest and Kokkos are header-heavy:
-# parsing them took about 10 s of every file's 25 s on this project's 2-core machines, once
-# per file. A target given here parses them once. Only for targets of several C++ files
+# parsing alone took 9.7 s of apps/bench/bench_pool.cpp's 26.7 s on a 2-core machine, and
+# was paid again by every file. A target given here parses them once. Only for targets of several C++ files
 # (the header is compiled once per target); C, Fortran and CUDA files are left alone.
 option(ZRT_PRECOMPILE_HEADERS "precompile the large third-party headers per target" ON)
 # zrt_precompile_headers(target [MPI] [JSON] [CLI] [GTEST] [KOKKOS]): fmt and a few standard
@@ -91,7 +91,7 @@ endfunction()
 # zrt_unity_build(target): the target's C++ files compiled a few to a translation unit, so
 # the headers and templates they share are compiled once per batch. For the larger
 # executables whose files only use the public API or GoogleTest (zrt-bench, the test
-# programs), where it halves the build; each file keeps its own line information.
+# programs); each file keeps its own line information.
 option(ZRT_UNITY_BUILD "compile the large executables' files in batches" ON)
 function(zrt_unity_build target)
   if(ZRT_UNITY_BUILD)
