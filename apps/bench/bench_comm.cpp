@@ -293,20 +293,39 @@ int run_comm(const CommOptions &opt) {
         "\nalpha-beta fit, t = alpha + beta * bytes (relative least squares over the sizes "
         "above):\n{:<15} {:<6} {:>10} {:>12} {:>10}\n",
         "op", "impl", "alpha us", "beta ns/B", "1/beta GB/s");
+  // A fit that is not sound (one size, a time that falls with size, large residuals) is
+  // flagged with its reason, and its latency and bandwidth are null in the JSON: a planner
+  // reading the profile refuses it rather than trusting "0.00 GB/s".
   for (const auto &[key, points] : samples) {
     AlphaBeta fit = fit_alpha_beta(points);
-    emit({{"bench", "comm_fit"},
-          {"op", key.first},
-          {"impl", key.second == "ompi" ? "mpi" : "zerort"},
-          {"backend", key.second},
-          {"np", n},
-          {"dtype", opt.dtype},
-          {"alpha_us", fit.alpha * 1e6},
-          {"beta_ns_per_byte", fit.beta * 1e9},
-          {"bandwidth_gbs", fit.beta > 0 ? 1e-9 / fit.beta : 0}});
-    if (rank == 0 && !opt.json)
-      fmt::print("{:<15} {:<6} {:>10.1f} {:>12.4f} {:>10.2f}\n", key.first, key.second,
-                 fit.alpha * 1e6, fit.beta * 1e9, fit.beta > 0 ? 1e-9 / fit.beta : 0.0);
+    nlohmann::json line{{"bench", "comm_fit"},
+                        {"op", key.first},
+                        {"impl", key.second == "ompi" ? "mpi" : "zerort"},
+                        {"backend", key.second},
+                        {"np", n},
+                        {"dtype", opt.dtype},
+                        {"sizes", points.size()},
+                        {"sound", fit.sound},
+                        {"max_residual", fit.max_residual},
+                        {"alpha_us", nullptr},
+                        {"beta_ns_per_byte", nullptr},
+                        {"bandwidth_gbs", nullptr}};
+    if (fit.sound) {
+      line["alpha_us"] = fit.alpha * 1e6;
+      line["beta_ns_per_byte"] = fit.beta * 1e9;
+      line["bandwidth_gbs"] = 1e-9 / fit.beta;
+    } else {
+      line["problem"] = fit.problem;
+    }
+    emit(line);
+    if (rank == 0 && !opt.json) {
+      if (fit.sound)
+        fmt::print("{:<15} {:<6} {:>10.1f} {:>12.4f} {:>10.2f}\n", key.first, key.second,
+                   fit.alpha * 1e6, fit.beta * 1e9, 1e-9 / fit.beta);
+      else
+        fmt::print("{:<15} {:<6} {:>10} {:>12} {:>10}  no fit: {}\n", key.first, key.second, "-",
+                   "-", "-", fit.problem);
+    }
   }
 
   if (json_out != nullptr) std::fclose(json_out);
