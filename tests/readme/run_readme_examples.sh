@@ -46,6 +46,7 @@ while IFS= read -r line || [ -n "$line" ]; do
   if [[ $line =~ ^\`\`\`$ ]]; then
     in_block=0
     blocks=$((blocks + 1))
+    started=$SECONDS
     if [ "$mode" = c ]; then
       cp block.txt "$file"
       echo "== wrote $file"
@@ -68,6 +69,8 @@ while IFS= read -r line || [ -n "$line" ]; do
       # Continuation lines (ending in a backslash) belong to one command.
       bash -euo pipefail block.txt < /dev/null
     fi
+    # Each block's time, so a slow example shows in the test's log.
+    echo "== block $blocks took $((SECONDS - started)) s"
     mode=""
     continue
   fi

@@ -237,11 +237,13 @@ with tempfile.TemporaryDirectory() as tmp:
         if failures:
             print(text[-3000:])
     elif case == "timelimit":
-        # About 45 s of training (more on a slower machine); Slurm sends the signal 55 s before
-        # the 1-minute limit, give or take its 30 s check, so the first run is cut short. Its
-        # restart gets 10 minutes and finishes: each cut costs a restart (20-40 s here), and
-        # one shows the whole path (signal, checkpoint, exit 75, requeue, resume).
-        args = gpt2_args + ["--steps", "1200", "--deterministic", "--log-every", "100"]
+        # Slurm sends the signal 55 s before the 1-minute limit, at its next time-limit check
+        # (every 30 s), so 5-35 s into the run. 600 steps beside the reference job are about
+        # 65 s of training here (2026-12-03: 1200 took 130 s, signalled at step 188), so the
+        # first run is cut short. Its restart gets 10 minutes and finishes: each cut costs a
+        # restart (20-40 s here), and one shows the whole path (signal, checkpoint, exit 75,
+        # requeue, resume).
+        args = gpt2_args + ["--steps", "600", "--deterministic", "--log-every", "100"]
         script = os.path.join(src, "slurm", "gpt2.sbatch")
         ref, ref_dir = submit(script, os.path.join(tmp, "ref"), os.path.join(tmp, "ref.out"), args)
         log = os.path.join(tmp, "job.out")
