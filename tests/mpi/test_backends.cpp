@@ -239,8 +239,12 @@ TEST_P(Backends, SixtyFourMebibytes) {
     ASSERT_EQ(zrt_all_reduce(comm_, send.data(), all_reduced.data(), count, dt, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << last_error();
+    // Every 13th element and the last: a slot reused too early or a pipeline step put in
+    // the wrong place spoils a whole chunk (KiBs), which this stride cannot miss. The serial
+    // reference costs n inputs per element, four fifths of this test's time when it read
+    // every element (every element is checked at the sizes of the tests above).
     size_t bad = 0, first = 0;
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < count; i = i == count - 1 ? count : std::min(i + 13, count - 1)) {
       Expect e = reference(i, salt, dt, ZRT_OP_SUM, n);
       bool ok = std::fabs(get(gathered.data(), i, dt) - e.value) <= e.tolerance &&
                 std::fabs(get(all_reduced.data(), i, dt) - e.value) <= e.tolerance;
