@@ -130,10 +130,11 @@ void Engine::commit_agreed() {
   params_.place(layout_);
   run_agreed(control_, [&] {
     state_ = ModelState(*memory_, stage_, layout_, settings_);
-    reducer_ =
-        std::make_unique<GradientReducer>(*comm_, *memory_, layout_, stage_, state_, settings_);
+    reducer_ = std::make_unique<GradientReducer>(*comm_, *memory_, layout_, stage_, state_,
+                                                 settings_, comm_stats_);
     if (stage_.gather_on_use)
-      gatherer_ = std::make_unique<ParamGatherer>(*comm_, *memory_, layout_, state_, settings_);
+      gatherer_ = std::make_unique<ParamGatherer>(*comm_, *memory_, layout_, state_, settings_,
+                                                  comm_stats_);
     optimizer_ = std::make_unique<OptimizerStep>(settings_, *kernels_, *threads_, control_,
                                                  *memory_, layout_, stage_, state_, params_, rank_);
     memory_->synchronize();  // the zeroed buffers, before the program writes any
@@ -223,7 +224,8 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
     return;
   }
   // The fp32 weights live with the slice owners: gather the parameter's buckets.
-  std::vector<float> group = gather_param_weights(*comm_, *memory_, layout_, state_, p);
+  std::vector<float> group =
+      gather_param_weights(*comm_, *memory_, layout_, state_, p, comm_stats_);
   const BucketInfo &g = layout_.bucket(p.bucket);
   convert_values(group.data() + (p.offset - g.group_offset), ZRT_DTYPE_FP32, values, dtype,
                  p.numel);
@@ -316,6 +318,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   if (!reducer_->last_micro_step()) {
     reducer_->drain();
     reducer_->next_micro_step();
+    report.comm = comm_stats_.take();
     report.step = step_;
     report.skipped_steps = skipped_steps_;
     report.loss_scale = scaler_.scale();
@@ -340,6 +343,7 @@ StepReport Engine::step(const std::function<void()> &check) {
     report.loss_scale = scaler_.scale();
     report.grad_norm = norm;
     offload_times();  // end_accumulation synchronized
+    report.comm = comm_stats_.take();
     return report;
   };
   if (scaler_.dynamic() && optimizer_->overflow()) {
@@ -370,6 +374,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   ++step_;
   scaler_.update(false);
   offload_times();
+  report.comm = comm_stats_.take();
   report.applied = true;
   report.step = step_;
   report.skipped_steps = skipped_steps_;
@@ -381,7 +386,7 @@ StepReport Engine::step(const std::function<void()> &check) {
 void Engine::refresh_params() {
   if (stage_.gather_after_step)
     all_gather_updated_params(*comm_, *memory_, layout_, state_, settings_.dtype,
-                              settings_.allgather_bucket_bytes);
+                              settings_.allgather_bucket_bytes, comm_stats_);
   if (gatherer_) gatherer_->drop_all();
 }
 

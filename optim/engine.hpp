@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "optim/comm_stats.hpp"
 #include "optim/engine_memory.hpp"
 #include "optim/engine_settings.hpp"
 #include "optim/gradient_reducer.hpp"
@@ -52,6 +53,7 @@ struct StepReport {
   int64_t step = 0;
   double loss_scale = 1, grad_norm = 0;
   double offload_copy_seconds = 0, offload_exposed_seconds = 0;
+  CommStats comm;  // since the previous report
 };
 
 // What zrt_engine_memory reports (zrt_memory_report_t's fields).
@@ -157,7 +159,8 @@ class Engine {
   EngineSettings settings_;
   StageLayout stage_;
   std::unique_ptr<Communicator> comm_;
-  MpiComm control_;  // the engine's own agreements, never mixed with data
+  CommStats comm_stats_;  // of the collectives since the last step report
+  MpiComm control_;       // the engine's own agreements, never mixed with data
   std::unique_ptr<AgreementWatch> control_watch_;  // their deadlines (comm.timeout)
   int rank_ = 0, nranks_ = 1;
   const KernelTable *kernels_ = nullptr;

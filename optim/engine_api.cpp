@@ -58,6 +58,16 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
            o.offload_copy_seconds = r.offload_copy_seconds;
            o.offload_exposed_seconds = r.offload_exposed_seconds;
          }},
+        {ZRT_STEP_REPORT_FIELD_COMMUNICATION,
+         "comm_wait_seconds, comm_collectives, comm_reduce_scatter_bytes, comm_all_gather_bytes, "
+         "comm_all_reduce_bytes",
+         [](const StepReport &r, zrt_step_report_t &o) {
+           o.comm_wait_seconds = r.comm.wait_seconds;
+           o.comm_collectives = static_cast<int64_t>(r.comm.collectives);
+           o.comm_reduce_scatter_bytes = static_cast<int64_t>(r.comm.reduce_scatter_bytes);
+           o.comm_all_gather_bytes = static_cast<int64_t>(r.comm.all_gather_bytes);
+           o.comm_all_reduce_bytes = static_cast<int64_t>(r.comm.all_reduce_bytes);
+         }},
     }};
 
 const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{

@@ -10,8 +10,9 @@ namespace zrt {
 
 GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                  const StageLayout &stage, ModelState &state,
-                                 const EngineSettings &settings)
+                                 const EngineSettings &settings, CommStats &stats)
     : comm_(comm),
+      stats_(stats),
       memory_(memory),
       layout_(layout),
       stage_(stage),
@@ -134,7 +135,7 @@ void GradientReducer::post_bucket(int bucket) {
   a.dtype = dtype_;
   a.op = ZRT_OP_AVG;
   a.count = b.length;
-  Pending pending{bucket, nullptr, -1};
+  Pending pending{bucket, OwnedRequest{}, -1};
   switch (stage_.reduction) {
     case Reduction::AllReduce:
       a.kind = CollKind::AllReduce;
@@ -160,7 +161,7 @@ void GradientReducer::post_bucket(int bucket) {
   // The gradients the program wrote, and whatever the engine's stream still does to the
   // buffers (zeroing, the previous use of a landing slice), come first.
   a.ready = memory_.ready();
-  pending.request = post_owned(comm_, a);
+  pending.request = post_owned(comm_, a, stats_);
   in_flight_.push_back(std::move(pending));
   // Without overlap every reduction completes before backward continues.
   if (!overlap_) drain();
@@ -199,7 +200,7 @@ void GradientReducer::land(const BucketInfo &b, int landing) {
 void GradientReducer::complete_oldest() {
   Pending p = std::move(in_flight_.front());
   in_flight_.pop_front();
-  p.request->wait();
+  p.request.wait();
   const BucketInfo &b = layout_.bucket(p.bucket);
   land(b, p.landing);
   // Buckets complete in order: the group's last one frees its buffer.

@@ -37,7 +37,8 @@ namespace zrt {
 class GradientReducer {
  public:
   GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
-                  const StageLayout &stage, ModelState &state, const EngineSettings &settings);
+                  const StageLayout &stage, ModelState &state, const EngineSettings &settings,
+                  CommStats &stats);
   ~GradientReducer();  // waits for the reductions in flight, which use the buffers
   GradientReducer(const GradientReducer &) = delete;
   GradientReducer &operator=(const GradientReducer &) = delete;
@@ -80,7 +81,7 @@ class GradientReducer {
  private:
   struct Pending {
     int bucket;
-    RequestPtr request;
+    OwnedRequest request;
     int landing = -1;  // landing slice the result lands in, or -1
   };
 
@@ -96,6 +97,7 @@ class GradientReducer {
   void land(const BucketInfo &b, int landing);
 
   Communicator &comm_;
+  CommStats &stats_;
   EngineMemory &memory_;
   const Layout &layout_;
   const StageLayout stage_;

@@ -1,10 +1,13 @@
 // A collective the engine owns: freeing it tells the communicator, which counts live
-// requests (zrt_finalize refuses while some are in flight).
+// requests (zrt_finalize refuses while some are in flight); waiting on it is timed into the
+// engine's CommStats, so the step report can say how much of a step was exposed
+// communication.
 #pragma once
 
 #include <memory>
 
 #include "comm/communicator.hpp"
+#include "optim/comm_stats.hpp"
 
 namespace zrt {
 
@@ -15,11 +18,30 @@ struct RequestRelease {
     if (comm != nullptr) comm->request_freed();
   }
 };
-using RequestPtr = std::unique_ptr<Request, RequestRelease>;
 
-// Posts args on comm (see Communicator::post). Collective.
-inline RequestPtr post_owned(Communicator &comm, const CollArgs &args) {
-  return RequestPtr(comm.post(args).release(), RequestRelease{&comm});
+class OwnedRequest {
+ public:
+  OwnedRequest() = default;
+  // Posts args on comm (see Communicator::post) and counts its bytes in stats. Collective.
+  OwnedRequest(Communicator &comm, const CollArgs &args, CommStats &stats)
+      : request_(comm.post(args).release(), RequestRelease{&comm}), stats_(&stats) {
+    stats.posted(args);
+  }
+  // Blocks until the collective completes (Request::wait); the time blocked is the
+  // engine's exposed communication.
+  zrt_status_t wait() {
+    CommStats::Timer timer(*stats_);
+    return request_->wait();
+  }
+  explicit operator bool() const { return request_ != nullptr; }
+
+ private:
+  std::unique_ptr<Request, RequestRelease> request_;
+  CommStats *stats_ = nullptr;
+};
+
+inline OwnedRequest post_owned(Communicator &comm, const CollArgs &args, CommStats &stats) {
+  return OwnedRequest(comm, args, stats);
 }
 
 }  // namespace zrt

@@ -8,15 +8,16 @@
 namespace zrt {
 
 void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const Layout &layout,
-                               ModelState &state, zrt_dtype_t dtype, size_t window_bytes) {
+                               ModelState &state, zrt_dtype_t dtype, size_t window_bytes,
+                               CommStats &stats) {
   const size_t es = dtype_size(dtype);
   const int rank = comm.rank();
   const Event ready = memory.ready();
   size_t bytes_in_flight = 0;
-  std::deque<std::pair<RequestPtr, size_t>> window;
+  std::deque<std::pair<OwnedRequest, size_t>> window;
   for (const BucketInfo &b : layout.buckets()) {
     while (!window.empty() && bytes_in_flight + b.length * es > window_bytes) {
-      window.front().first->wait();
+      window.front().first.wait();
       bytes_in_flight -= window.front().second;
       window.pop_front();
     }
@@ -27,16 +28,16 @@ void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const L
     a.count = b.length;
     a.dtype = dtype;
     a.ready = ready;
-    window.emplace_back(post_owned(comm, a), b.length * es);
+    window.emplace_back(post_owned(comm, a, stats), b.length * es);
     bytes_in_flight += b.length * es;
   }
   for (auto &w : window)
-    w.first->wait();
+    w.first.wait();
 }
 
 std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory,
                                         const Layout &layout, const ModelState &state,
-                                        const ParamInfo &p) {
+                                        const ParamInfo &p, CommStats &stats) {
   const BucketInfo &g = layout.bucket(p.bucket);
   std::vector<float> whole(g.group_length);
   // The weights' own kind of memory on both sides of the collective; device weights come
@@ -60,7 +61,7 @@ std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory
     a.count = b.length;
     a.dtype = ZRT_DTYPE_FP32;
     a.ready = ready;
-    post_owned(comm, a)->wait();
+    post_owned(comm, a, stats).wait();
   }
   if (device) {
     memory.copy(whole.data(), staging.data(), g.group_length * sizeof(float));

@@ -7,8 +7,9 @@
 namespace zrt {
 
 ParamGatherer::ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout,
-                             ModelState &state, const EngineSettings &settings)
+                             ModelState &state, const EngineSettings &settings, CommStats &stats)
     : comm_(comm),
+      stats_(stats),
       memory_(memory),
       layout_(layout),
       state_(state),
@@ -61,9 +62,9 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       a.count = b.length;
       a.dtype = dtype_;
       a.ready = ready;
-      RequestPtr r = post_owned(comm_, a);
+      OwnedRequest r = post_owned(comm_, a, stats_);
       if (wait_now)
-        r->wait();
+        r.wait();
       else
         prefetch_.push_back(std::move(r));
     }
@@ -80,13 +81,13 @@ void ParamGatherer::fetch(int group, bool wait_now) {
 
 void ParamGatherer::finish_prefetch() {
   if (prefetch_.empty()) return;
-  std::vector<RequestPtr> requests = std::move(prefetch_);
+  std::vector<OwnedRequest> requests = std::move(prefetch_);
   prefetch_.clear();
   const int group = prefetch_group_;
   prefetch_group_ = -1;
   try {
-    for (RequestPtr &r : requests)
-      r->wait();
+    for (OwnedRequest &r : requests)
+      r.wait();
   } catch (...) {
     // As in fetch: the group was not gathered (-1: fetch failed and kept its buffer).
     if (group >= 0 && !gathered_[static_cast<size_t>(group)].empty()) {

@@ -22,7 +22,7 @@ namespace zrt {
 class ParamGatherer {
  public:
   ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout, ModelState &state,
-                const EngineSettings &settings);
+                const EngineSettings &settings, CommStats &stats);
   ~ParamGatherer();  // waits for the prefetch in flight, which writes a buffer of ours
   ParamGatherer(const ParamGatherer &) = delete;
   ParamGatherer &operator=(const ParamGatherer &) = delete;
@@ -49,6 +49,7 @@ class ParamGatherer {
   void evict();
 
   Communicator &comm_;
+  CommStats &stats_;
   EngineMemory &memory_;
   const Layout &layout_;
   ModelState &state_;
@@ -64,7 +65,7 @@ class ParamGatherer {
   std::vector<EngineBuffer> spare_;   // freed buffers kept for reuse
   std::vector<EngineBuffer> failed_;  // buffers of failed gathers, which MPI may still write
   std::vector<char> param_gathered_;
-  std::vector<RequestPtr> prefetch_;  // all-gathers in flight (one group's buckets)
+  std::vector<OwnedRequest> prefetch_;  // all-gathers in flight (one group's buckets)
   int prefetch_group_ = -1;
   int last_group_ = -1;
   uint64_t fetches_ = 0, evictions_ = 0;

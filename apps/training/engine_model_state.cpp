@@ -325,6 +325,8 @@ class EngineModelState final : public ModelState {
     s.skipped = r.skipped != 0;
     s.grad_norm = r.grad_norm;
     s.optimizer_steps = r.step;
+    s.comm = {r.comm_wait_seconds, r.comm_reduce_scatter_bytes, r.comm_all_gather_bytes,
+              r.comm_all_reduce_bytes};
     return s;
   }
 

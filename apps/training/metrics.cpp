@@ -126,6 +126,8 @@ void MetricsLog::resumed_at(int64_t step) {
         m.mem_activations_sampling = count(line, "mem_activations_sampling");
         m.mem_rss = count(line, "mem_rss");
         m.mem_peak_rss = count(line, "mem_peak_rss");
+        m.comm = {figure(line, "comm_wait_ms") / 1e3, count(line, "comm_reduce_scatter_bytes"),
+                  count(line, "comm_all_gather_bytes"), count(line, "comm_all_reduce_bytes")};
         steps_.push_back(m);
       } else if (type == "eval") {
         evals_.push_back({at, figure(line, "val_loss"), nlohmann::json::object()});
@@ -175,7 +177,11 @@ void MetricsLog::step(const StepMetrics &m) {
                          {"mem_activations_offloaded", m.mem_activations_offloaded},
                          {"mem_activations_sampling", m.mem_activations_sampling},
                          {"mem_rss", m.mem_rss},
-                         {"mem_peak_rss", m.mem_peak_rss}};
+                         {"mem_peak_rss", m.mem_peak_rss},
+                         {"comm_wait_ms", m.comm.wait_seconds * 1e3},
+                         {"comm_reduce_scatter_bytes", m.comm.reduce_scatter_bytes},
+                         {"comm_all_gather_bytes", m.comm.all_gather_bytes},
+                         {"comm_all_reduce_bytes", m.comm.all_reduce_bytes}};
   for (auto it = m.extra.begin(); it != m.extra.end(); ++it)
     line[it.key()] = it->is_number_float() ? number(it->get<double>()) : *it;
   write(line);

@@ -3,7 +3,9 @@
 //   {"type":"run", ...}    the configuration, once
 //   {"type":"step", "step", "loss", "lr", "grad_norm", "ms", "tokens_per_s",
 //    "mem_model_states", "mem_activations", "mem_activations_offloaded",
-//    "mem_activations_sampling", "mem_rss", "mem_peak_rss"}  (bytes, per rank)
+//    "mem_activations_sampling", "mem_rss", "mem_peak_rss",  (bytes, per rank)
+//    "comm_wait_ms", "comm_reduce_scatter_bytes", "comm_all_gather_bytes",
+//    "comm_all_reduce_bytes"}  (the engine's collectives in the step, this rank's wait)
 //   {"type":"eval", "step", "val_loss"}
 //   {"type":"sample", "step", "text"}
 //   {"type":"end", "steps", "reason", ...}
@@ -36,6 +38,9 @@ struct StepMetrics {
   // Buffers of the text sampler (one sequence, inference only), allocated at the first
   // sample and kept: resident beside the training activations, not part of them.
   int64_t mem_activations_sampling = 0;
+  // The engine's collectives over the step's micro-steps: the exposed communication
+  // (wait_seconds of seconds) and the bytes of each kind.
+  CommFigures comm;
   // The model's own figures (BERT: mlm_loss, nsp_loss, mlm_accuracy): added to the JSON
   // line as they are, and @p loss_detail to the progress line after the loss.
   nlohmann::json extra = nlohmann::json::object();

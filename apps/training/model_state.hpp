@@ -34,11 +34,27 @@ struct OptimizerConfig {
   int accumulation_steps = 1;  // micro-steps per optimizer step
 };
 
+// The engine's collectives during one call of step (zrt_step_report_t's comm_* fields):
+// the time the program waited on them, and the bytes of each kind.
+struct CommFigures {
+  double wait_seconds = 0;
+  int64_t reduce_scatter_bytes = 0, all_gather_bytes = 0, all_reduce_bytes = 0;
+  // The micro-steps of one optimizer step, summed.
+  CommFigures &operator+=(const CommFigures &o) {
+    wait_seconds += o.wait_seconds;
+    reduce_scatter_bytes += o.reduce_scatter_bytes;
+    all_gather_bytes += o.all_gather_bytes;
+    all_reduce_bytes += o.all_reduce_bytes;
+    return *this;
+  }
+};
+
 struct StepReport {
   bool applied = false;         // the optimizer ran: last micro-step, and no overflow
   bool skipped = false;         // an overflow (fp16) or a non-finite gradient skipped the update
   double grad_norm = 0;         // global norm before clipping (meaningful when the update ran)
   int64_t optimizer_steps = 0;  // updates applied so far
+  CommFigures comm;             // of this call (a store without collectives: zeros)
 };
 
 /// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).

@@ -182,6 +182,15 @@ TEST(Training, WritesMetricsAndPlots) {
   EXPECT_EQ(steps[3]["mem_model_states"].get<int64_t>(), r.memory.total());
   EXPECT_EQ(r.stage0_bytes, 16 * o.config.num_parameters());
   EXPECT_GT(steps[3]["mem_rss"].get<int64_t>(), steps[3]["mem_model_states"].get<int64_t>());
+  // Stage 0 reduces the whole (padded) gradient buffer once a step, with one all-reduce a
+  // bucket, even on one rank; the wait is this rank's.
+  for (const nlohmann::json &j : steps) {
+    EXPECT_EQ(j["comm_all_reduce_bytes"].get<int64_t>(), r.memory.parameters) << j.dump();
+    EXPECT_EQ(j["comm_reduce_scatter_bytes"].get<int64_t>(), 0) << j.dump();
+    EXPECT_EQ(j["comm_all_gather_bytes"].get<int64_t>(), 0) << j.dump();
+    EXPECT_GE(j["comm_wait_ms"].get<double>(), 0.0) << j.dump();
+    EXPECT_LT(j["comm_wait_ms"].get<double>(), j["ms"].get<double>()) << j.dump();
+  }
   EXPECT_FALSE(r.last_sample.empty());
 
   for (const auto &png : {r.plots.loss_png, r.plots.memory_png}) {

@@ -123,7 +123,8 @@ struct RunSpec {
 
 struct Result {
   std::vector<std::vector<float>> params;
-  std::vector<zrt_step_report_t> reports;
+  std::vector<zrt_step_report_t> reports;        // of each step's last micro-step
+  std::vector<zrt_step_report_t> micro_reports;  // of every zrt_engine_step call
   zrt_memory_report_t memory{};
 };
 
@@ -223,6 +224,7 @@ void train(const RunSpec &run, Result *out) {
       report.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
       CHECK_OK(zrt_engine_step(e, &report));
       if (micro + 1 == run.accumulation) out->reports.push_back(report);
+      out->micro_reports.push_back(report);
     }
   }
   out->memory.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
@@ -488,6 +490,63 @@ TEST(Engine, Stage3EvictionAndRegatherKeepResultsExact) {
   EXPECT_GT(evicting.memory.gather_evictions, 0u);
   EXPECT_GE(evicting.memory.gather_fetches, cached.memory.gather_fetches);
   EXPECT_GT(cached.memory.gather_fetches, 0u);
+}
+
+// What each zrt_engine_step says the engine's collectives did since the previous one: the
+// kinds and bytes its stage implies, every micro-step on its own, and a wait that is there
+// when nothing overlaps.
+TEST(Engine, StepReportsTheCommunicationOfEachMicroStep) {
+  if (test::size() < 2) GTEST_SKIP() << "one rank communicates nothing";
+  for (int stage : {0, 1, 2, 3})
+    for (bool overlap : {true, false}) {
+      SCOPED_TRACE(fmt::format("stage {} overlap {}", stage, overlap));
+      RunSpec run;
+      run.stage = stage;
+      run.steps = 3;
+      run.accumulation = 2;
+      run.overlap = overlap;
+      Result r;
+      train(run, &r);
+      // The full (padded) parameter buffer: what every reduction and gather covers once.
+      const int64_t full = stage == 3 ? r.memory.parameters * test::size() : r.memory.parameters;
+      ASSERT_GT(full, 0);
+      ASSERT_EQ(r.micro_reports.size(), 6u);
+      for (size_t k = 0; k < r.micro_reports.size(); ++k) {
+        const zrt_step_report_t &m = r.micro_reports[k];
+        const bool last = k % 2 == 1;
+        SCOPED_TRACE(fmt::format("call {}", k));
+        EXPECT_GE(m.comm_wait_seconds, 0.0);
+        EXPECT_LT(m.comm_wait_seconds, 60.0);
+        // Stages 0-1 reduce once per accumulation, at its last micro-step.
+        const bool communicates = stage >= 2 || last;
+        EXPECT_EQ(m.comm_collectives > 0, communicates) << m.comm_collectives;
+        switch (stage) {
+          case 0:  // one all-reduce of the whole buffer per accumulation
+            EXPECT_EQ(m.comm_reduce_scatter_bytes, 0);
+            EXPECT_EQ(m.comm_all_reduce_bytes, last ? full : 0);
+            EXPECT_EQ(m.comm_all_gather_bytes, 0);
+            break;
+          case 1:  // one reduce-scatter per accumulation, the gather after the update
+            EXPECT_EQ(m.comm_reduce_scatter_bytes, last ? full : 0);
+            EXPECT_EQ(m.comm_all_reduce_bytes, 0);
+            EXPECT_EQ(m.comm_all_gather_bytes, last ? full : 0);
+            break;
+          case 2:  // a reduce-scatter per micro-step, the gather after the update
+            EXPECT_EQ(m.comm_reduce_scatter_bytes, full);
+            EXPECT_EQ(m.comm_all_reduce_bytes, 0);
+            EXPECT_EQ(m.comm_all_gather_bytes, last ? full : 0);
+            break;
+          case 3:  // a reduce-scatter per micro-step; the first gathers every group, which
+                   // stays gathered (max_live_parameters is large) until the update
+            EXPECT_EQ(m.comm_reduce_scatter_bytes, full);
+            EXPECT_EQ(m.comm_all_reduce_bytes, 0);
+            EXPECT_EQ(m.comm_all_gather_bytes, last ? 0 : full);
+            break;
+        }
+        // Without overlap every reduction is waited for where it is posted.
+        if (!overlap && communicates) EXPECT_GT(m.comm_wait_seconds, 0.0);
+      }
+    }
 }
 
 TEST(Engine, OptimizerOffloadGivesTheSameParameters) {

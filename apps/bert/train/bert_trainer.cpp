@@ -188,16 +188,19 @@ struct BertTrainer::Impl {
     const float dmlm = static_cast<float>(scale * accum_ * world_.size / count[0]);
     const float dnsp = static_cast<float>(scale / opt_.batch);
     double mlm_sum = 0, nsp_sum = 0, mlm_correct = 0, nsp_correct = 0;
+    training::CommFigures comm;
     for (int k = 0; k < accum_; ++k) {
       device_->set(host_[size_t(k)], opt_.config.vocab_size, opt_.config.type_vocab_size);
       const BertLosses l = model_.forward(*acts_, device_->view());
       model_.backward(*acts_, device_->view(), dmlm, dnsp);
       report = state_.step(lr);
+      comm += report.comm;
       mlm_sum += l.mlm * double(l.mlm_count);
       nsp_sum += l.nsp * double(l.nsp_count);
       mlm_correct += double(l.mlm_correct);
       nsp_correct += double(l.nsp_correct);
     }
+    report.comm = comm;  // the whole step's
     std::vector<double> shared = {mlm_sum, nsp_sum, mlm_correct, nsp_correct,
                                   double(training::stop_signal())};
     sum_over_ranks(world_, shared);
@@ -252,6 +255,7 @@ struct BertTrainer::Impl {
       m.mem_activations = acts_->bytes();
       m.mem_rss = training::resident_bytes();
       m.mem_peak_rss = training::peak_resident_bytes();
+      m.comm = report.comm;
       m.extra = {{"mlm_loss", s.mlm},
                  {"nsp_loss", s.nsp},
                  {"mlm_accuracy", s.mlm_accuracy},

@@ -176,6 +176,7 @@ struct Trainer::Impl {
       double loss = 0;
       const double lr = lr_.at(step);
       StepReport report;
+      training::CommFigures comm;
       for (int k = 0; k < accum; ++k) {
         train_loader_.next(batch_.inputs, batch_.targets);
         ++micro_batches_;
@@ -187,6 +188,7 @@ struct Trainer::Impl {
         model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
                         static_cast<float>(state_.loss_scale()));
         report = state_.step(lr);
+        comm += report.comm;
       }
       ++step;
       // One small all-reduce: the mean loss, and whether any rank was asked to stop.
@@ -210,6 +212,7 @@ struct Trainer::Impl {
       m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
       m.mem_rss = resident_bytes();
       m.mem_peak_rss = peak_resident_bytes();
+      m.comm = comm;
       log_.step(m);
       result.losses.push_back(loss);
       // After the first step its own time is the only estimate there is.

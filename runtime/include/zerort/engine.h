@@ -290,7 +290,10 @@ enum zrt_step_report_field {
   /** offload_copy_seconds, offload_exposed_seconds */
   ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES = 1u << 5,
   ZRT_STEP_REPORT_FIELD_SKIPPED_STEPS = 1u << 6,
-  ZRT_STEP_REPORT_FIELD_ALL = (1u << 7) - 1
+  /** comm_wait_seconds, comm_collectives, comm_reduce_scatter_bytes, comm_all_gather_bytes,
+   *  comm_all_reduce_bytes */
+  ZRT_STEP_REPORT_FIELD_COMMUNICATION = 1u << 7,
+  ZRT_STEP_REPORT_FIELD_ALL = (1u << 8) - 1
 };
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
@@ -314,6 +317,21 @@ typedef struct zrt_step_report {
   /** Steps skipped so far because the global gradient norm was Inf or NaN (every dtype,
    *  with check_grad_overflow on, the default; fp16 overflows included). */
   int64_t skipped_steps;
+  /** The engine's collectives since this rank's previous zrt_engine_step (so the
+   *  micro-steps of an accumulation are each reported): the time this rank's thread was
+   *  blocked waiting for them, in zrt_grad_data / zrt_grad_ready when every bucket buffer
+   *  was still being reduced, in zrt_param_gather (stage 3) and in this call (the last
+   *  reductions, the all-gather of updated parameters). A reduction that completed behind
+   *  backward costs nothing here: this is the exposed communication, measured without
+   *  synchronizing anything. The small agreements of a step (gradient norm, overflow) are
+   *  not counted. */
+  double comm_wait_seconds;
+  int64_t comm_collectives; /**< posted in that time */
+  /** Bytes of the vectors those collectives reduced or gathered (count times the element
+   *  size, the message size of DeepSpeed's comms logger), by kind. */
+  int64_t comm_reduce_scatter_bytes;
+  int64_t comm_all_gather_bytes;
+  int64_t comm_all_reduce_bytes;
 } zrt_step_report_t;
 
 /**
