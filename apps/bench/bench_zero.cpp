@@ -85,6 +85,9 @@ class GpuWork {
 struct CaseResult {
   double seconds = 0;                            // median step time
   double offload_copy = 0, offload_exposed = 0;  // summed over the timed steps
+  // The share of the timed steps' time the program waited on the engine's collectives
+  // (the step report's comm_wait_seconds), on the rank that waited most.
+  double exposed_comm = 0;
 };
 
 #define ZCHECK(call)                                                                     \
@@ -164,7 +167,7 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
       }
     }
     zrt_step_report_t r{};
-    r.field_mask = ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES;
+    r.field_mask = ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES | ZRT_STEP_REPORT_FIELD_COMMUNICATION;
     ZCHECK(zrt_engine_step(e, &r));
     if (gpu != nullptr) gpu->synchronize();  // the step ends with the program's work done
     return r;
@@ -172,11 +175,14 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   iteration();  // warm-up
   std::vector<double> times;
   CaseResult out;
+  double waited = 0, stepped = 0;
   for (int s = 0; s < opt.steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     const zrt_step_report_t r = iteration();
     double dt = MPI_Wtime() - t0;
+    waited += r.comm_wait_seconds;
+    stepped += dt;
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     times.push_back(dt);
     out.offload_copy += r.offload_copy_seconds;
@@ -185,6 +191,8 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   ZCHECK(zrt_engine_destroy(e));
   std::sort(times.begin(), times.end());
   out.seconds = times[times.size() / 2];
+  out.exposed_comm = stepped > 0 ? waited / stepped : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &out.exposed_comm, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // Rank 0 reports the rank whose copies were least hidden.
   double shares[2] = {out.offload_exposed, out.offload_copy};
   int rank = 0;
@@ -231,11 +239,13 @@ int run_zero(const ZeroOptions &opt) {
   if (rank == 0 && !opt.json)
     fmt::print(
         "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW{}, "
-        "engine in {} memory; median step time over {} steps\n{:>6} {:>8} {:>10} {:>12}{}{}\n",
+        "engine in {} memory; median step time over {} steps; exposed comm: the share of the "
+        "step waiting on the engine's collectives (the rank that waited most)\n"
+        "{:>6} {:>8} {:>10} {:>12} {:>8}{}{}\n",
         opt.layers, opt.width, opt.width, params / 1e6, n,
         opt.offload ? " with ZeRO-Offload at stages 1-3" : "",
         device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
-        "seconds", "vs stage 0",
+        "seconds", "vs stage 0", "exposed",
         beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "",
         offload_times ? fmt::format(" {:>12} {:>8}", "copies s", "hidden") : "");
   for (bool overlap : {true, false}) {
@@ -261,7 +271,8 @@ int run_zero(const ZeroOptions &opt) {
                          {"overlap", overlap},
                          {"params", params},
                          {"memory_space", opt.memory_space},
-                         {"seconds", t}};
+                         {"seconds", t},
+                         {"exposed_comm_share", c.exposed_comm}};
         if (base > 0) j["ratio_vs_stage0"] = ratio;
         if (beside_host) {
           j["host_seconds"] = host;
@@ -276,7 +287,8 @@ int run_zero(const ZeroOptions &opt) {
         fmt::print("{}\n", j.dump());
       } else {
         fmt::print(
-            "{:>6} {:>8} {:>10.4f} {:>11.3f}x{}{}\n", stage, overlap ? "on" : "off", t, ratio,
+            "{:>6} {:>8} {:>10.4f} {:>11.3f}x {:>7.1f}%{}{}\n", stage, overlap ? "on" : "off", t,
+            ratio, 100 * c.exposed_comm,
             beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
             offloaded ? fmt::format(" {:>12.4f} {:>7.1f}%", c.offload_copy, 100 * hidden) : "");
       }
