@@ -1,5 +1,7 @@
 #include "gelu.hpp"
 
+#include "fast_tanh.hpp"
+
 namespace nn {
 namespace {
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
@@ -23,7 +25,7 @@ void gelu_forward(Vec<T> out, CVec<T> inp, GeluForm form) {
       "gelu_forward", RangePolicy(0, static_cast<int64_t>(inp.extent(0))),
       KOKKOS_LAMBDA(int64_t i) {
         const T x = inp(i);
-        out(i) = T(0.5) * x * (T(1) + kmath::tanh(T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x)));
+        out(i) = T(0.5) * x * (T(1) + fast_tanh(T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x)));
       });
 }
 
@@ -46,7 +48,7 @@ void gelu_backward(Vec<T> dinp, CVec<T> inp, CVec<T> dout, GeluForm form) {
       KOKKOS_LAMBDA(int64_t i) {
         const T x = inp(i);
         const T u = T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x);
-        const T th = kmath::tanh(u);
+        const T th = fast_tanh(u);
         // d/dx: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx
         const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x * x);
         const T local = T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * du;
