@@ -2,7 +2,9 @@
 // precision: the loss is sum(R * output) for a random R, so d(loss)/d(output) = R.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 
@@ -11,6 +13,7 @@
 #include "nn/crossentropy.hpp"
 #include "nn/embedding.hpp"
 #include "nn/encoder.hpp"
+#include "nn/fast_tanh.hpp"
 #include "nn/gelu.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/matmul.hpp"
@@ -117,6 +120,36 @@ TEST(Layers, LayerNormNormalizes) {
     EXPECT_NEAR(m, 0.0, 1e-12);
     EXPECT_NEAR(v, 1.0, 1e-3);  // 1 - eps * rstd^2
   }
+}
+
+// GELU's float tanh against tanh in double over [0, 12] by bit pattern (every 29th float:
+// 37 million) and its negative: within 2 ulp of the rounded result, odd, exactly +-1 where
+// it saturates.
+TEST(Layers, FastTanhIsWithinTwoUlpOfTanh) {
+  double worst = 0;
+  float at = 0;
+  int checked = 0;
+  const uint32_t last = std::bit_cast<uint32_t>(12.0f);
+  for (uint32_t bits = 0; bits <= last; bits += 29) {
+    const float x = std::bit_cast<float>(bits);
+    const float f = fast_tanh(x);
+    const double exact = std::tanh(static_cast<double>(x));
+    const float ref = static_cast<float>(exact);
+    const double ulp =
+        x == 0.0f ? std::numeric_limits<float>::denorm_min() : std::nextafter(ref, 2.0f) - ref;
+    const double err = std::fabs(static_cast<double>(f) - exact) / ulp;
+    if (err > worst) worst = err, at = x;
+    if (fast_tanh(-x) != -f) ADD_FAILURE() << "not odd at " << x;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000000);
+  EXPECT_LE(worst, 2.0) << "at x = " << at;
+  EXPECT_EQ(fast_tanh(20.0f), 1.0f);
+  EXPECT_EQ(fast_tanh(-20.0f), -1.0f);
+  EXPECT_EQ(fast_tanh(0.0f), 0.0f);
+  EXPECT_EQ(fast_tanh(1e-30f), 1e-30f);
+  // Double goes to the library.
+  EXPECT_EQ(fast_tanh(0.5), std::tanh(0.5));
 }
 
 TEST(Layers, GeluGradients) {
