@@ -26,6 +26,7 @@
 #include "gemm_baseline.hpp"
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
+#include "timing.hpp"
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
 
@@ -73,10 +74,28 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     std::rotate(host.begin(), host.begin() + 1, host.end());
     Kokkos::deep_copy(targets, HostView(host.data(), host.size()));
 
+    // Where the step goes, on this rank, summed over the calls (the warm-up's included):
+    // forward, backward (gradients handed to the engine as they are ready), and the engine's
+    // step, of which comm is the time blocked on its collectives (the step report's
+    // comm_wait_seconds, which also counts waits inside backward).
+    struct Phases {
+      double forward = 0, backward = 0, engine = 0, comm = 0, total = 0;
+    } phases;
     const double step_s = median_step_time(opt.steps, [&] {
+      const double t0 = wall_seconds();
       model.forward(acts, tokens, targets, B, T);
+      Kokkos::fence();
+      const double t1 = wall_seconds();
       model.backward(acts, tokens, targets, B, T, 1.0f);
-      state->step(1e-4);
+      Kokkos::fence();
+      const double t2 = wall_seconds();
+      const training::StepReport r = state->step(1e-4);
+      const double t3 = wall_seconds();
+      phases.forward += t1 - t0;
+      phases.backward += t2 - t1;
+      phases.engine += t3 - t2;
+      phases.comm += r.comm.wait_seconds;
+      phases.total += t3 - t0;
     });
     state.reset();
 
@@ -109,7 +128,11 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"tokens_per_s", tokens_per_step / step_s},
                             {"model_gflops", model_gflops},
                             {"sgemm_gflops", sgemm_gflops},
-                            {"frac_of_sgemm", frac}};
+                            {"frac_of_sgemm", frac},
+                            {"share_forward", phases.forward / phases.total},
+                            {"share_backward", phases.backward / phases.total},
+                            {"share_engine_step", phases.engine / phases.total},
+                            {"share_exposed_comm", phases.comm / phases.total}};
         std::printf("%s\n", j.dump().c_str());
       } else {
         fmt::print(
@@ -122,6 +145,11 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
             "{:7.2f} GFLOP/s\n",
             gemm_s * 1e3, sgemm_gflops);
         fmt::print("  model / gemm    {:.2f}\n", frac);
+        fmt::print(
+            "  rank 0's step   forward {:.0f}%, backward {:.0f}%, engine step {:.0f}%; blocked on "
+            "the engine's collectives {:.1f}%\n",
+            100 * phases.forward / phases.total, 100 * phases.backward / phases.total,
+            100 * phases.engine / phases.total, 100 * phases.comm / phases.total);
       }
     }
   } catch (const std::exception &e) {
