@@ -33,7 +33,6 @@ class OwnedRequest {
     CommStats::Timer timer(*stats_);
     return request_->wait();
   }
-  explicit operator bool() const { return request_ != nullptr; }
 
  private:
   std::unique_ptr<Request, RequestRelease> request_;

@@ -544,7 +544,9 @@ TEST(Engine, StepReportsTheCommunicationOfEachMicroStep) {
             break;
         }
         // Without overlap every reduction is waited for where it is posted.
-        if (!overlap && communicates) EXPECT_GT(m.comm_wait_seconds, 0.0);
+        if (!overlap && communicates) {
+          EXPECT_GT(m.comm_wait_seconds, 0.0);
+        }
       }
     }
 }

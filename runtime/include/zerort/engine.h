@@ -321,10 +321,11 @@ typedef struct zrt_step_report {
    *  micro-steps of an accumulation are each reported): the time this rank's thread was
    *  blocked waiting for them, in zrt_grad_data / zrt_grad_ready when every bucket buffer
    *  was still being reduced, in zrt_param_gather (stage 3) and in this call (the last
-   *  reductions, the all-gather of updated parameters). A reduction that completed behind
-   *  backward costs nothing here: this is the exposed communication, measured without
-   *  synchronizing anything. The small agreements of a step (gradient norm, overflow) are
-   *  not counted. */
+   *  reductions, the all-gather of updated parameters); the gathers of zrt_param_get and
+   *  of a checkpoint load in between count in the next report. A reduction that completed
+   *  behind backward costs nothing here: this is the exposed communication, measured
+   *  without synchronizing anything. The small agreements of a step (gradient norm,
+   *  overflow) are not counted. */
   double comm_wait_seconds;
   int64_t comm_collectives; /**< posted in that time */
   /** Bytes of the vectors those collectives reduced or gathered (count times the element
