@@ -32,6 +32,8 @@ class SharedBuffers {
   // in allocation order (the same on every rank), or kNone.
   static constexpr uint64_t kNone = ~uint64_t{0};
   virtual uint64_t number_of(const void *pointer) const = 0;
+  // Local: the ranks that map every allocation (this rank's node, or its part of it).
+  virtual int peers() const = 0;
 };
 
 class BackendOp {

@@ -47,6 +47,10 @@ class CommMemory {
   // is freed anywhere. Collective.
   void free(void *pointer);
 
+  // The ranks that map each allocation in place (shared memory), or 0 when the memory is
+  // private: then a collective on it reads nothing in place. Local.
+  int shared_peers() const { return shared_ != nullptr ? shared_->peers() : 0; }
+
   // The watchdog failed the communicator: an abandoned collective may still write into
   // private memory and use the communicator, so both are left for MPI_Finalize.
   void abandon() noexcept;

@@ -179,6 +179,11 @@ std::unique_ptr<PoolEntry> MemoryPart::new_pool(MemorySpace space, const PoolOve
   if (overrides.name) o.name = *overrides.name;
   std::unique_ptr<Resource> resource = make_resource(space);
   if (!resource->reserves()) o.segment_bytes = std::max(o.segment_bytes, kMinCudaSegment);
+  return new_pool(std::move(resource), std::move(o), context_owned);
+}
+
+std::unique_ptr<PoolEntry> MemoryPart::new_pool(std::unique_ptr<Resource> resource, PoolOptions o,
+                                                bool context_owned) {
   auto entry = std::make_unique<PoolEntry>();
   entry->pool = std::make_unique<Pool>(std::move(resource), std::move(o));
   entry->part = this;
@@ -200,7 +205,14 @@ Pool &MemoryPart::pool(MemorySpace space) {
 }
 
 PoolEntry &MemoryPart::create_pool(MemorySpace space, const PoolOverrides &overrides) {
-  std::unique_ptr<PoolEntry> entry = new_pool(space, overrides, false);
+  return add_user_pool(new_pool(space, overrides, false));
+}
+
+PoolEntry &MemoryPart::create_pool(std::unique_ptr<Resource> resource, PoolOptions options) {
+  return add_user_pool(new_pool(std::move(resource), std::move(options), false));
+}
+
+PoolEntry &MemoryPart::add_user_pool(std::unique_ptr<PoolEntry> entry) {
   std::lock_guard lock(mutex_);
   try {
     user_pools_.push_back(std::move(entry));

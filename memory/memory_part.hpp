@@ -76,6 +76,10 @@ class MemoryPart final : public ContextPart {
   // A new pool or engine owned by this part, with a handle (zrt_pool_create,
   // zrt_offload_create), and their destruction (checked: live allocations, ownership).
   PoolEntry &create_pool(MemorySpace space, const PoolOverrides &overrides);
+  // The same over a resource the caller made (memory/borrowed_resource.hpp: the engine's
+  // node-shared window), with its options as given: listed and reachable by handle like
+  // the pools of zrt_pool_create, destroyed with destroy_pool.
+  PoolEntry &create_pool(std::unique_ptr<Resource> resource, PoolOptions options);
   void destroy_pool(PoolEntry &entry);
   // ring_pool: nullptr for the context's pinned pool.
   OffloadEntry &create_offload(OffloadOptions options, Pool *ring_pool);
@@ -96,6 +100,9 @@ class MemoryPart final : public ContextPart {
  private:
   std::unique_ptr<PoolEntry> new_pool(MemorySpace space, const PoolOverrides &overrides,
                                       bool context_owned);
+  std::unique_ptr<PoolEntry> new_pool(std::unique_ptr<Resource> resource, PoolOptions options,
+                                      bool context_owned);
+  PoolEntry &add_user_pool(std::unique_ptr<PoolEntry> entry);
   std::unique_ptr<OffloadEntry> new_offload(OffloadOptions options, Pool *ring_pool,
                                             bool context_owned);
 

@@ -29,4 +29,11 @@ size_t BufferSet::bytes() const {
   return total;
 }
 
+size_t BufferSet::bytes(Place where) const {
+  size_t total = 0;
+  for (const EngineBuffer &b : buffers_)
+    if (b.place() == where) total += b.size();
+  return total;
+}
+
 }  // namespace zrt

@@ -27,7 +27,8 @@ class BufferSet {
   char *data(int index) const { return buffers_[static_cast<size_t>(index)].bytes(); }
   Place place() const { return place_; }
   size_t count() const { return buffers_.size(); }
-  size_t bytes() const;  // of every buffer, taken or free
+  size_t bytes() const;             // of every buffer, taken or free
+  size_t bytes(Place where) const;  // of those that went to where (EngineBuffer::place)
 
  private:
   EngineMemory *memory_ = nullptr;

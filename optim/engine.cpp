@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "comm/dtype.hpp"
+#include "memory/host_resource.hpp"
 #include "memory/memory_part.hpp"
 #include "optim/engine_part.hpp"
 #include "optim/param_allgather.hpp"
@@ -128,6 +129,7 @@ void Engine::commit_agreed() {
   const size_t es = dtype_size(settings_.dtype);
   layout_ = Layout(params_.all(), std::max<size_t>(settings_.reduce_bucket_bytes / es, 1), nranks_);
   params_.place(layout_);
+  share_buffers();
   run_agreed(control_, [&] {
     state_ = ModelState(*memory_, stage_, layout_, settings_);
     reducer_ = std::make_unique<GradientReducer>(*comm_, *memory_, layout_, stage_, state_,
@@ -142,6 +144,36 @@ void Engine::commit_agreed() {
   committed_ = true;
   log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
              param_count(), layout_.unpadded(), layout_.total(), layout_.buckets().size());
+}
+
+void Engine::share_buffers() {
+  // Only where a collective reads its peers' buffers in place: a private backend (MPI, UCX)
+  // or a lone rank gains nothing from a window, and a device engine's buffers are device
+  // memory. Every rank decides alike: the settings are agreed and the backend is chosen
+  // for the whole communicator.
+  if (!settings_.shared_buffers || memory_->on_device() || comm_->memory().shared_peers() < 2)
+    return;
+  const size_t page = page_size();
+  size_t bytes = 0;
+  auto add = [&](const std::vector<size_t> &buffers) {
+    for (size_t b : buffers)
+      bytes += (b + page - 1) / page * page;
+  };
+  add(ModelState::shared_buffers(stage_, layout_, settings_));
+  add(GradientReducer::initial_buffers(layout_, stage_, settings_, false));
+  if (stage_.gather_on_use) add(ParamGatherer::shared_buffers(layout_, settings_));
+  if (bytes == 0) return;
+  try {
+    memory_->share(comm_->memory(), bytes);
+  } catch (const Error &e) {
+    // Agreed: every rank goes on with private buffers. A timeout is not agreed.
+    if (e.status() == ZRT_ERR_TIMEOUT) throw;
+    log::warn("engine: no node-shared window of {} bytes ({}); the buffers stay private", bytes,
+              e.what());
+    return;
+  }
+  log::debug("engine: a node-shared window of {} bytes over {} ranks", bytes,
+             memory_->shared_peers());
 }
 
 void Engine::set_lr(double lr) {
@@ -455,6 +487,9 @@ MemoryReport Engine::memory() const {
   const bool device = memory_->on_device();
   r.device_bytes = static_cast<int64_t>(state_.device_bytes() + (device ? buckets : 0));
   r.host_bytes = static_cast<int64_t>(state_.host_bytes() + (device ? 0 : buckets));
+  r.node_shared_bytes = static_cast<int64_t>(state_.shared_bytes() + reducer_->shared_bytes() +
+                                             (gatherer_ ? gatherer_->shared_bytes() : 0));
+  r.node_shared_ranks = memory_shared_ranks();
   if (gatherer_) {
     r.gather_fetches = gatherer_->fetches();
     r.gather_evictions = gatherer_->evictions();

@@ -65,6 +65,8 @@ struct MemoryReport {
   }
   uint64_t gather_fetches = 0, gather_evictions = 0;
   int64_t device_bytes = 0, host_bytes = 0;  // of total
+  int64_t node_shared_bytes = 0;             // of host_bytes
+  int32_t node_shared_ranks = 0;
 };
 
 class Engine {
@@ -101,6 +103,10 @@ class Engine {
   void set_lr(double lr);
   void set_stream(void *stream) { memory_->set_program_stream(stream); }
   bool on_device() const { return memory_->on_device(); }
+  // What the engine's communicator chose and did (zrt_engine_describe's "comm").
+  void describe_comm(nlohmann::json &out) const { comm_->describe(out); }
+  // The ranks mapping the engine's node-shared window; 0: it has none.
+  int memory_shared_ranks() const { return memory_->shared() ? memory_->shared_peers() : 0; }
   // Overrides the engine's weight decay for one parameter (biases, norms: often 0).
   void set_weight_decay(int index, double weight_decay);
   double loss_scale() const { return scaler_.scale(); }
@@ -154,6 +160,9 @@ class Engine {
   void commit_agreed();
   // After the optimizer changed the weights: the parameters every rank computes with.
   void refresh_params();
+  // Collective: the node-shared window for the collectives' buffers, when the settings and
+  // the backend call for one (engine.shared_buffers).
+  void share_buffers();
 
   Context &context_;
   EngineSettings settings_;

@@ -104,6 +104,11 @@ const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{
            o.device_bytes = r.device_bytes;
            o.host_bytes = r.host_bytes;
          }},
+        {ZRT_MEMORY_REPORT_FIELD_SHARED, "node_shared_bytes, node_shared_ranks",
+         [](const MemoryReport &r, zrt_memory_report_t &o) {
+           o.node_shared_bytes = r.node_shared_bytes;
+           o.node_shared_ranks = r.node_shared_ranks;
+         }},
     }};
 
 Engine &engine_from(zrt_engine_h h) {
@@ -347,9 +352,12 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"deterministic", s.deterministic},
         {"check_grad_overflow", s.check_grad_overflow},
         {"memory_space", e.on_device() ? "device" : "host"},
+        {"shared_buffers", s.shared_buffers ? "auto" : "off"},
+        {"node_shared_ranks", e.memory_shared_ranks()},
         {"ranks", e.nranks()},
         {"settings", settings},
     };
+    e.describe_comm(out["comm"]);
     copy_out(out.dump(), buf, size, length_p);
     return ZRT_SUCCESS;
   });

@@ -3,9 +3,13 @@
 #include <chrono>
 #include <cstring>
 
+#include "comm/comm_memory.hpp"
+#include "memory/borrowed_resource.hpp"
+#include "memory/host_resource.hpp"
 #include "memory/memory_part.hpp"
 #include "runtime/error.hpp"
 #include "runtime/gpu/memory_kind.hpp"
+#include "runtime/log.hpp"
 
 namespace zrt {
 
@@ -17,6 +21,8 @@ const char *place_name(Place place) {
       return "pinned host";
     case Place::Device:
       return "device";
+    case Place::Shared:
+      return "node-shared host";
   }
   return "?";
 }
@@ -25,8 +31,26 @@ EngineBuffer::EngineBuffer(EngineMemory &memory, Place place, size_t bytes, Life
                            bool zeroed)
     : place_(place) {
   if (bytes == 0) return;
-  alloc_ = PoolAllocation::allocate(memory.pool(place), bytes, lifetime);
-  if (zeroed) memory.zero(place, alloc_.data(), bytes);
+  if (place == Place::Shared) {
+    place_ = Place::Host;
+    if (memory.shared()) {
+      // The window is sized for what the engine knows it needs at commit; what comes later
+      // (stage 3's extra groups, buckets added for out-of-order gradients) may not fit.
+      Pool &shared = memory.pool(Place::Shared);
+      const PoolStats s = shared.stats();
+      if (s.largest_free + (s.limit - s.reserved) >= bytes) {
+        try {
+          alloc_ = PoolAllocation::allocate(shared, bytes, lifetime);
+          place_ = Place::Shared;
+        } catch (const Error &e) {
+          if (e.status() != ZRT_ERR_OUT_OF_MEMORY) throw;
+        }
+      }
+      if (place_ != Place::Shared) memory.note_shared_fallback();
+    }
+  }
+  if (!alloc_) alloc_ = PoolAllocation::allocate(memory.pool(place_), bytes, lifetime);
+  if (zeroed) memory.zero(place_, alloc_.data(), bytes);
 }
 
 EngineMemory::EngineMemory(Context &context, bool on_device, void *program_stream,
@@ -58,6 +82,33 @@ EngineMemory::~EngineMemory() {
       // Reported by the operation that failed.
     }
   }
+  if (shared_ != nullptr) {
+    try {
+      context_.part<MemoryPart>().destroy_pool(*shared_);
+    } catch (const Error &e) {
+      // A buffer outlived the engine's parts (a bug): the pool stays with the context.
+      log::error("engine: the node-shared pool stays allocated: {}", e.what());
+    }
+  }
+}
+
+void EngineMemory::share(CommMemory &comm_memory, size_t bytes) {
+  const size_t page = page_size();
+  bytes = (bytes + page - 1) / page * page;
+  void *window = comm_memory.allocate(bytes, "");
+  // From here on only this rank's bookkeeping: an error leaves the window to the
+  // communicator, which frees it on every rank together.
+  PoolOptions o;
+  o.name = "engine node-shared buffers";
+  o.limit = bytes;
+  o.segment_bytes = page;
+  o.alignment = page;
+  o.compact = CompactPolicy::Off;
+  o.limit_key = "the engine's window (engine.shared_buffers)";
+  o.thread_cache_bytes = 0;  // every block of the window is the engine's, none idle elsewhere
+  shared_ = &context_.part<MemoryPart>().create_pool(
+      std::make_unique<BorrowedResource>(window, bytes, "MPI shared window"), std::move(o));
+  shared_peers_ = comm_memory.shared_peers();
 }
 
 Pool &EngineMemory::pool(Place place) {
@@ -69,6 +120,9 @@ Pool &EngineMemory::pool(Place place) {
       return memory.pool(MemorySpace::PinnedHost);
     case Place::Device:
       return memory.pool(MemorySpace::Device);
+    case Place::Shared:
+      if (shared_ == nullptr) fail(ZRT_ERR_INTERNAL, "the engine has no node-shared pool");
+      return *shared_->pool;
   }
   fail(ZRT_ERR_INTERNAL, "unknown place");
 }

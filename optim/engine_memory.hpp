@@ -24,13 +24,19 @@
 
 namespace zrt {
 
-enum class Place { Host, Pinned, Device };
-const char *place_name(Place place);  // "host", "pinned host", "device"
+// Shared: host memory every rank of the node maps (the engine's window, share()), for the
+// buffers its collectives read in place; host memory where there is none, or it is full.
+enum class Place { Host, Pinned, Device, Shared };
+const char *place_name(Place place);  // "host", "pinned host", "device", "node-shared host"
 
+class CommMemory;
 class EngineMemory;
+struct PoolEntry;
 
 // An engine allocation, zeroed unless asked not to be, from its place's pool. Raw: its
-// address reaches the program and the collectives, so it never moves. Move-only.
+// address reaches the program and the collectives, so it never moves. Move-only. Asked for
+// Place::Shared, it is placed in host memory when the shared window cannot hold it, and
+// place() says where it went.
 class EngineBuffer {
  public:
   EngineBuffer() = default;
@@ -64,7 +70,20 @@ class EngineMemory {
 
   bool on_device() const { return device_ != nullptr; }
   Device *device() const { return device_; }
+  // The pool of place; Shared only once share() succeeded.
   Pool &pool(Place place);
+
+  // Collective over the engine's communicator: one window of bytes (whole pages) that
+  // every rank of the node maps (zrt_comm_mem_alloc's memory), carved by a pool of its own
+  // (listed with the context's pools, handle and stats), which Place::Shared allocates
+  // from. Fails on every rank together, with nothing changed: the buffers then stay
+  // private. The window itself goes with the communicator, after this object.
+  void share(CommMemory &comm_memory, size_t bytes);
+  bool shared() const { return shared_ != nullptr; }
+  int shared_peers() const { return shared_peers_; }  // ranks mapping the window; 0: none
+  // Shared buffers asked for that went to host memory instead (the window was full).
+  uint64_t shared_fallbacks() const { return shared_fallbacks_; }
+  void note_shared_fallback() { ++shared_fallbacks_; }
 
   // Sets bytes at p to 0: on the engine's stream for device memory, at once otherwise.
   void zero(Place place, void *p, size_t bytes);
@@ -103,6 +122,9 @@ class EngineMemory {
   std::unique_ptr<DeviceKernels> kernels_;
   std::vector<std::pair<Event, Event>> offload_copies_;  // start, end
   double offload_exposed_ = 0;
+  PoolEntry *shared_ = nullptr;  // the window's pool, destroyed with this
+  int shared_peers_ = 0;
+  uint64_t shared_fallbacks_ = 0;
 };
 
 }  // namespace zrt

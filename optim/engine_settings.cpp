@@ -111,6 +111,8 @@ const ParamTable<Params, NotKeys> kTable{
          "zero_optimization.stage3_max_live_parameters", number_text<&Params::max_live_parameters>},
         {ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE, "memory_space", "engine.memory_space",
          memory_space_text},
+        {ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS, "shared_buffers", "engine.shared_buffers",
+         [](const Params &p) { return std::string(p.shared_buffers != 0 ? "auto" : "off"); }},
         {ZRT_ENGINE_PARAM_FIELD_STREAM, "stream", nullptr, nullptr,
          [](const Params &p, std::map<std::string, std::string> &, NotKeys &b) {
            b.stream = p.stream;
@@ -191,6 +193,7 @@ EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_
                    : space == "auto" ? EngineMemorySpace::Auto
                                      : EngineMemorySpace::Host;
   s.stream = buckets.stream;
+  s.shared_buffers = c.get_string("engine.shared_buffers") == "auto";
   s.max_live_elements =
       static_cast<size_t>(c.get_int("zero_optimization.stage3_max_live_parameters"));
   s.agreed = c.agreed_settings();

@@ -30,7 +30,8 @@ struct EngineSettings {
   double gradient_clipping = 0;
   int accumulation_steps = 1;
   bool deterministic = false;
-  bool check_grad_overflow = true;        // skip a step whose global gradient norm is not finite
+  bool check_grad_overflow = true;  // skip a step whose global gradient norm is not finite
+  bool shared_buffers = true;       // engine.shared_buffers = auto: node-shared collective buffers
   size_t max_live_elements = 1000000000;  // stage 3: gathered elements kept resident
   LossScaler::Settings scaler;
   // What every rank must resolve alike (runtime/settings_agreement.hpp): every key of the

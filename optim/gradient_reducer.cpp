@@ -8,6 +8,50 @@
 
 namespace zrt {
 
+namespace {
+
+// Bucket buffers: two for buckets of whole parameters (backward writes one while the other
+// is reduced), as large as the two largest such buckets, and one for the largest parameter
+// cut into several buckets, whose gradient backward writes as one tensor. Elements.
+std::vector<size_t> bucket_buffers(const Layout &layout, const StageLayout &stage) {
+  std::vector<size_t> sizes;
+  if (stage.reduction != Reduction::ReduceScatterBuckets) return sizes;
+  for (const BucketInfo &b : layout.buckets())
+    if (b.group_buckets == 1) sizes.push_back(b.length);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.resize(std::min<size_t>(sizes.size(), 2));
+  if (layout.max_split_group() > 0) sizes.push_back(layout.max_split_group());
+  return sizes;
+}
+
+// Landing slices: stage 1's reduce-scatter always lands in one; stages 2-3 land in the
+// shard directly on the first micro-step and need them only to accumulate, or always when
+// the shard is on the host.
+size_t landings(const StageLayout &stage, const EngineSettings &settings, bool to_host) {
+  return stage.reduction == Reduction::ReduceScatterToSlice ||
+                 (stage.reduction == Reduction::ReduceScatterBuckets &&
+                  (settings.accumulation_steps > 1 || to_host))
+             ? 2
+             : 0;
+}
+
+size_t landing_slice_bytes(const Layout &layout, size_t esize) {
+  return layout.max_bucket() / static_cast<size_t>(layout.nranks()) * esize;
+}
+
+}  // namespace
+
+std::vector<size_t> GradientReducer::initial_buffers(const Layout &layout, const StageLayout &stage,
+                                                     const EngineSettings &settings, bool to_host) {
+  const size_t esize = dtype_size(settings.dtype);
+  std::vector<size_t> bytes;
+  for (size_t n : bucket_buffers(layout, stage))
+    bytes.push_back(n * esize);
+  for (size_t i = 0; i < landings(stage, settings, to_host); ++i)
+    bytes.push_back(landing_slice_bytes(layout, esize));
+  return bytes;
+}
+
 GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                  const StageLayout &stage, ModelState &state,
                                  const EngineSettings &settings, CommStats &stats)
@@ -23,36 +67,22 @@ GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const
       accumulation_steps_(settings.accumulation_steps),
       rank_(comm.rank()),
       to_host_(state.offload_to_host()) {
-  const Place near = memory.on_device() ? Place::Device : Place::Host;
+  // Both kinds are what the reductions read or write: in the node's shared window where the
+  // engine has one.
+  const Place near = memory.on_device() ? Place::Device : Place::Shared;
   buckets_ = BufferSet(memory, near);
   landing_ = BufferSet(memory, near);
-  const auto &buckets = layout.buckets();
-  // Bucket buffers: two for buckets of whole parameters (backward writes one while the
-  // other is reduced), as large as the two largest such buckets, and one for the largest
-  // parameter cut into several buckets, whose gradient backward writes as one tensor.
-  if (stage.reduction == Reduction::ReduceScatterBuckets) {
-    std::vector<size_t> sizes;
-    for (const BucketInfo &b : buckets)
-      if (b.group_buckets == 1) sizes.push_back(b.length);
-    std::sort(sizes.begin(), sizes.end(), std::greater<>());
-    sizes.resize(std::min<size_t>(sizes.size(), 2));
-    if (layout.max_split_group() > 0) sizes.push_back(layout.max_split_group());
-    for (size_t n : sizes)
-      buckets_.add(n * esize_);
-  }
-  // Landing slices: stage 1's reduce-scatter always lands in one; stages 2-3 land in the
-  // shard directly on the first micro-step and need them only to accumulate, or always
-  // when the shard is on the host.
-  landing_bytes_ = layout.max_bucket() / static_cast<size_t>(layout.nranks()) * esize_;
-  if (stage.reduction == Reduction::ReduceScatterToSlice ||
-      (stage.reduction == Reduction::ReduceScatterBuckets && (accumulation_steps_ > 1 || to_host_)))
-    for (int i = 0; i < 2; ++i)
-      landing_.add(landing_bytes_);
+  landing_bytes_ = landing_slice_bytes(layout, esize_);
+  // As initial_buffers() counts them.
+  for (size_t n : bucket_buffers(layout, stage))
+    buckets_.add(n * esize_);
+  for (size_t i = 0; i < landings(stage, settings, to_host_); ++i)
+    landing_.add(landing_bytes_);
   if (to_host_ && accumulation_steps_ > 1)
     host_landing_ = EngineBuffer(memory, Place::Pinned, landing_bytes_, Lifetime::Transient);
-  buffer_of_.assign(buckets.size(), -1);
+  buffer_of_.assign(layout.buckets().size(), -1);
   ready_.assign(layout.params().size(), 0);
-  bucket_ready_.assign(buckets.size(), 0);
+  bucket_ready_.assign(layout.buckets().size(), 0);
 }
 
 GradientReducer::~GradientReducer() {

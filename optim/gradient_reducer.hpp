@@ -40,6 +40,10 @@ class GradientReducer {
                   const StageLayout &stage, ModelState &state, const EngineSettings &settings,
                   CommStats &stats);
   ~GradientReducer();  // waits for the reductions in flight, which use the buffers
+
+  // The buffers the constructor makes (bucket buffers, landing slices), in bytes each.
+  static std::vector<size_t> initial_buffers(const Layout &layout, const StageLayout &stage,
+                                             const EngineSettings &settings, bool to_host);
   GradientReducer(const GradientReducer &) = delete;
   GradientReducer &operator=(const GradientReducer &) = delete;
 
@@ -77,6 +81,9 @@ class GradientReducer {
   bool idle() const;
 
   size_t buffer_bytes() const { return buckets_.bytes() + landing_.bytes(); }
+  size_t shared_bytes() const {  // of buffer_bytes(), in node-shared memory
+    return buckets_.bytes(Place::Shared) + landing_.bytes(Place::Shared);
+  }
 
  private:
   struct Pending {

@@ -4,6 +4,23 @@
 
 namespace zrt {
 
+namespace {
+
+bool gathered(const StageLayout &stage) {
+  return stage.gather_after_step || stage.gather_on_use;
+}
+
+}  // namespace
+
+std::vector<size_t> ModelState::shared_buffers(const StageLayout &stage, const Layout &layout,
+                                               const EngineSettings &settings) {
+  const size_t esize = dtype_size(settings.dtype);
+  std::vector<size_t> bytes;
+  if (gathered(stage)) bytes.push_back(StageLayout::elements(stage.params, layout) * esize);
+  bytes.push_back(StageLayout::elements(stage.grads, layout) * esize);
+  return bytes;
+}
+
 ModelState::ModelState(EngineMemory &memory, const StageLayout &stage, const Layout &layout,
                        const EngineSettings &settings)
     : stage_(stage),
@@ -20,14 +37,18 @@ ModelState::ModelState(EngineMemory &memory, const StageLayout &stage, const Lay
   const Lifetime kLong = Lifetime::Long;
   const size_t state = StageLayout::elements(stage.state, layout) * sizeof(float);
   const size_t shard = StageLayout::elements(Extent::Shard, layout) * esize_;
-  params_ = EngineBuffer(memory, near, StageLayout::elements(stage.params, layout) * esize_, kLong);
+  // What the collectives read in place goes to the node's shared window, where it has one.
+  const Place shared = device ? Place::Device : Place::Shared;
+  params_ = EngineBuffer(memory, gathered(stage) ? shared : near,
+                         StageLayout::elements(stage.params, layout) * esize_, kLong);
   if (separate_weights_) master_ = EngineBuffer(memory, state_place_, state, kLong);
   if (settings.has_momentum()) m_ = EngineBuffer(memory, state_place_, state, kLong);
   if (settings.two_moments()) v_ = EngineBuffer(memory, state_place_, state, kLong);
   // Offloaded, the reduced shard lives on the host; stages 0-1 reduce from a full device
   // buffer first.
   if (!offload_device_ || stage.grads == Extent::Full)
-    grads_ = EngineBuffer(memory, near, StageLayout::elements(stage.grads, layout) * esize_, kLong);
+    grads_ =
+        EngineBuffer(memory, shared, StageLayout::elements(stage.grads, layout) * esize_, kLong);
   if (offload_device_) host_grads_ = EngineBuffer(memory, Place::Pinned, shard, kLong);
 }
 
@@ -57,6 +78,13 @@ size_t ModelState::device_bytes() const {
   size_t total = 0;
   for (const EngineBuffer *b : {&params_, &master_, &m_, &v_, &grads_, &host_grads_})
     if (b->place() == Place::Device) total += b->size();
+  return total;
+}
+
+size_t ModelState::shared_bytes() const {
+  size_t total = 0;
+  for (const EngineBuffer *b : {&params_, &master_, &m_, &v_, &grads_, &host_grads_})
+    if (b->place() == Place::Shared) total += b->size();
   return total;
 }
 

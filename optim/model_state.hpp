@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "optim/engine_memory.hpp"
 #include "optim/engine_settings.hpp"
@@ -30,6 +31,11 @@ class ModelState {
   // the pool's stats). Local.
   ModelState(EngineMemory &memory, const StageLayout &stage, const Layout &layout,
              const EngineSettings &settings);
+  // Host engine: the bytes of each buffer the constructor asks node-shared memory for,
+  // those the collectives read in place: the parameters where they are all-gathered
+  // (stages 1-3) and the gradients (reduced from, or into).
+  static std::vector<size_t> shared_buffers(const StageLayout &stage, const Layout &layout,
+                                            const EngineSettings &settings);
 
   // Compute-dtype parameters; element is an index in a buffer of the parameters' extent.
   char *params(size_t element) const { return params_.bytes() + element * esize_; }
@@ -67,6 +73,7 @@ class ModelState {
   // Bytes of every model state in device memory, and in host memory.
   size_t device_bytes() const;
   size_t host_bytes() const;
+  size_t shared_bytes() const;  // of host_bytes(), in node-shared memory
 
  private:
   StageLayout stage_;

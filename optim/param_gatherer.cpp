@@ -182,4 +182,19 @@ size_t ParamGatherer::buffer_bytes() const {
   return total;
 }
 
+size_t ParamGatherer::shared_bytes() const {
+  size_t total = 0;
+  for (const EngineBuffer &g : gathered_)
+    if (g.place() == Place::Shared) total += g.size();
+  return total;
+}
+
+std::vector<size_t> ParamGatherer::shared_buffers(const Layout &layout,
+                                                  const EngineSettings &settings) {
+  // The group in use and the one prefetched, of the size fetch() gives a buffer; more
+  // resident groups, and split groups larger than that, go to host memory.
+  const size_t bytes = layout.max_single_group() * dtype_size(settings.dtype);
+  return {bytes, bytes};
+}
+
 }  // namespace zrt

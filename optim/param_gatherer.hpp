@@ -40,6 +40,9 @@ class ParamGatherer {
   bool prefetching() const { return !prefetch_.empty(); }
 
   size_t buffer_bytes() const;
+  size_t shared_bytes() const;  // of buffer_bytes(), in node-shared memory
+  // The gathered groups' buffers worth keeping in node-shared memory, in bytes each.
+  static std::vector<size_t> shared_buffers(const Layout &layout, const EngineSettings &settings);
   uint64_t fetches() const { return fetches_; }
   uint64_t evictions() const { return evictions_; }
 

@@ -138,6 +138,12 @@ std::vector<ConfigKey> engine_keys() {
                     "where the engine's buffers live: host; device (the rank's GPU, or the "
                     "emulated device); auto: device when every rank has one. The default "
                     "keeps programs written for host memory unchanged"),
+      config_choice("engine.shared_buffers", "auto", {"auto", "off"},
+                    "auto: a host engine whose backend reads node-shared memory in place (shm, "
+                    "hier inside a node) keeps the buffers its collectives use (parameters at "
+                    "stages 1-3, gradients, buckets, landing slices, stage 3's gathered groups) "
+                    "in one window every rank of the node maps, as zrt_comm_mem_alloc does; "
+                    "off: private host memory"),
       with_env(config_key("zero.deterministic", ConfigType::Bool, "false",
                           "reductions add in rank order: every stage gives bitwise-identical "
                           "parameters for the same world size, run after run"),

@@ -39,6 +39,7 @@ struct Gpt2BenchOptions {
   int seq = 64;
   int steps = 3;
   int stage = 2;
+  std::string buckets = "both";  // the engine's collective buffers: private, shared or both
 };
 
 void run_gpt2_bench(const Gpt2BenchOptions &opt) {
@@ -57,22 +58,16 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
       throw std::invalid_argument(
           fmt::format("--batch {} does not split over {} ranks", opt.global_batch, size));
     const int B = opt.global_batch / size, T = opt.seq;
-    gpt2::EngineOptions eo;
-    eo.stage = opt.stage;
-    auto state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cfg), eo);
-    gpt2::Gpt2Model<float> model(cfg, state->store());
-    gpt2::Activations<float> acts(cfg, B, T, gpt2::ActivationMode::keep);
-    model.init_parameters(1337);
-    std::vector<int> host(size_t(B) * T);
+    std::vector<int> tokens_host(size_t(B) * T);
     std::mt19937 rng(1234 + unsigned(rank));
-    for (int &t : host)
+    for (int &t : tokens_host)
       t = int(rng() % unsigned(cfg.vocab_size));
-    Kokkos::View<int *, gpt2::MemSpace> tokens("tokens", host.size()),
-        targets("targets", host.size());
+    Kokkos::View<int *, gpt2::MemSpace> tokens("tokens", tokens_host.size()),
+        targets("targets", tokens_host.size());
     using HostView = Kokkos::View<const int *, Kokkos::HostSpace, gpt2::Unmanaged>;
-    Kokkos::deep_copy(tokens, HostView(host.data(), host.size()));
-    std::rotate(host.begin(), host.begin() + 1, host.end());
-    Kokkos::deep_copy(targets, HostView(host.data(), host.size()));
+    Kokkos::deep_copy(tokens, HostView(tokens_host.data(), tokens_host.size()));
+    std::rotate(tokens_host.begin(), tokens_host.begin() + 1, tokens_host.end());
+    Kokkos::deep_copy(targets, HostView(tokens_host.data(), tokens_host.size()));
 
     // Where the step goes, on this rank, summed over the calls (the warm-up's included):
     // forward, backward (gradients handed to the engine as they are ready), and the engine's
@@ -80,24 +75,48 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     // comm_wait_seconds, which also counts waits inside backward).
     struct Phases {
       double forward = 0, backward = 0, engine = 0, comm = 0, total = 0;
-    } phases;
-    const double step_s = median_step_time(opt.steps, [&] {
-      const double t0 = wall_seconds();
-      model.forward(acts, tokens, targets, B, T);
-      Kokkos::fence();
-      const double t1 = wall_seconds();
-      model.backward(acts, tokens, targets, B, T, 1.0f);
-      Kokkos::fence();
-      const double t2 = wall_seconds();
-      const training::StepReport r = state->step(1e-4);
-      const double t3 = wall_seconds();
-      phases.forward += t1 - t0;
-      phases.backward += t2 - t1;
-      phases.engine += t3 - t2;
-      phases.comm += r.comm.wait_seconds;
-      phases.total += t3 - t0;
-    });
-    state.reset();
+    };
+    // One model per kind of buffers (the engine's collective buffers private, or in its
+    // node-shared window), each from the same initial parameters and tokens.
+    struct Run {
+      bool shared = true;
+      int64_t shared_bytes = 0;  // what went into the window (0: none)
+      double step_s = 0;
+      Phases phases;
+    };
+    std::vector<Run> runs;
+    for (bool shared : {false, true})
+      if (opt.buckets == "both" || (opt.buckets == "shared") == shared) {
+        runs.emplace_back();
+        runs.back().shared = shared;
+      }
+    for (Run &run : runs) {
+      gpt2::EngineOptions eo;
+      eo.stage = opt.stage;
+      eo.shared_buffers = run.shared ? 1 : 0;
+      auto state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cfg), eo);
+      run.shared_bytes = state->memory().node_shared_bytes;
+      gpt2::Gpt2Model<float> model(cfg, state->store());
+      gpt2::Activations<float> acts(cfg, B, T, gpt2::ActivationMode::keep);
+      model.init_parameters(1337);
+      Phases &phases = run.phases;
+      run.step_s = median_step_time(opt.steps, [&] {
+        const double t0 = wall_seconds();
+        model.forward(acts, tokens, targets, B, T);
+        Kokkos::fence();
+        const double t1 = wall_seconds();
+        model.backward(acts, tokens, targets, B, T, 1.0f);
+        Kokkos::fence();
+        const double t2 = wall_seconds();
+        const training::StepReport r = state->step(1e-4);
+        const double t3 = wall_seconds();
+        phases.forward += t1 - t0;
+        phases.backward += t2 - t1;
+        phases.engine += t3 - t2;
+        phases.comm += r.comm.wait_seconds;
+        phases.total += t3 - t0;
+      });
+    }
 
     const int64_t C = cfg.channels;
     GemmStep gemms({{C, 3 * C, cfg.num_layers},
@@ -112,10 +131,26 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     const double P = double(cfg.num_parameters());
     const double model_flops =
         (6.0 * P + 12.0 * cfg.num_layers * cfg.channels * T) * tokens_per_step;
-    const double model_gflops = model_flops / step_s / 1e9;
     const double sgemm_gflops = gemms.flops() * size / gemm_s / 1e9;  // all ranks at once
-    const double frac = model_gflops / sgemm_gflops;
-    if (rank == 0) {
+    if (rank == 0 && !opt.json) {
+      fmt::print(
+          "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step\n",
+          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T);
+      fmt::print(
+          "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
+          "{:7.2f} GFLOP/s\n",
+          gemm_s * 1e3, sgemm_gflops);
+    }
+    for (const Run &run : runs) {
+      const double step_s = run.step_s;
+      const Phases &phases = run.phases;
+      const double model_gflops = model_flops / step_s / 1e9;
+      const double frac = model_gflops / sgemm_gflops;
+      // Whether the engine had a window: none with one rank, or on a backend without one.
+      const char *where = run.shared_bytes > 0 ? "shared" : "private";
+      const double vs_private =
+          run.shared && runs.front().shared == false ? runs.front().step_s / step_s : 0;
+      if (rank != 0) continue;
       if (opt.json) {
         nlohmann::json j = {{"bench", "gpt2"},
                             {"config", cfg.name},
@@ -124,6 +159,8 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"zero_stage", opt.stage},
                             {"global_batch", opt.global_batch},
                             {"seq", T},
+                            {"buckets", where},
+                            {"shared_bytes", run.shared_bytes},
                             {"step_s", step_s},
                             {"tokens_per_s", tokens_per_step / step_s},
                             {"model_gflops", model_gflops},
@@ -133,17 +170,15 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"share_backward", phases.backward / phases.total},
                             {"share_engine_step", phases.engine / phases.total},
                             {"share_exposed_comm", phases.comm / phases.total}};
+        if (vs_private > 0) j["tokens_per_s_vs_private"] = vs_private;
         std::printf("%s\n", j.dump().c_str());
       } else {
-        fmt::print(
-            "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step\n",
-            cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T);
-        fmt::print("  training step   {:8.1f} ms  {:8.0f} tokens/s  {:7.2f} model GFLOP/s\n",
-                   step_s * 1e3, tokens_per_step / step_s, model_gflops);
-        fmt::print(
-            "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
-            "{:7.2f} GFLOP/s\n",
-            gemm_s * 1e3, sgemm_gflops);
+        fmt::print("  {} buffers ({} MB in the node-shared window)\n", where,
+                   run.shared_bytes / 1000000);
+        fmt::print("  training step   {:8.1f} ms  {:8.0f} tokens/s  {:7.2f} model GFLOP/s{}\n",
+                   step_s * 1e3, tokens_per_step / step_s, model_gflops,
+                   vs_private > 0 ? fmt::format("  ({:.3f}x the tokens/s of private)", vs_private)
+                                  : std::string());
         fmt::print("  model / gemm    {:.2f}\n", frac);
         fmt::print(
             "  rank 0's step   forward {:.0f}%, backward {:.0f}%, engine step {:.0f}%; blocked on "
@@ -173,6 +208,11 @@ void add_gpt2_bench(CLI::App &app) {
   sub->add_option("--steps", opt->steps, "timed steps (after one warm-up)")->capture_default_str();
   sub->add_option("--zero-stage", opt->stage, "ZeRO stage")
       ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  sub->add_option("--buckets", opt->buckets,
+                  "the engine's collective buffers: private, shared (its node-shared window), "
+                  "or both, one model after the other")
+      ->check(CLI::IsMember({"both", "shared", "private"}))
       ->capture_default_str();
   sub->callback([opt] { run_gpt2_bench(*opt); });
 }

@@ -34,6 +34,9 @@ struct ZeroOptions {
   // ZeRO-Offload (offload_optimizer = cpu) at stages 1-3; stage 0, which cannot offload,
   // stays the baseline.
   bool offload = false;
+  // Where the host engine's collective buffers live (engine.shared_buffers): "both" runs
+  // every case on private buffers and then on node-shared ones, beside each other.
+  std::string buckets = "both";
 };
 
 // The program's device work on a GPU: forward and backward stand-ins (device-to-device
@@ -88,6 +91,7 @@ struct CaseResult {
   // The share of the timed steps' time the program waited on the engine's collectives
   // (the step report's comm_wait_seconds), on the rank that waited most.
   double exposed_comm = 0;
+  int64_t shared_bytes = 0;  // of the engine's buffers, in its node-shared window
 };
 
 #define ZCHECK(call)                                                                     \
@@ -111,10 +115,12 @@ float synthetic_compute(const float *w, size_t n, int passes) {
 }
 
 CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool overlap, bool device,
-                    bool host_touches, GpuWork *gpu) {
+                    bool host_touches, GpuWork *gpu, bool shared = true) {
   zrt_engine_params_t p = {};
   p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
-                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER;
+                 ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
+                 ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS;
+  p.shared_buffers = shared ? 1 : 0;
   p.stage = stage;
   p.overlap = overlap;
   p.memory_space = device ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
@@ -131,6 +137,10 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
                               &B[static_cast<size_t>(l)]));
   }
   ZCHECK(zrt_engine_commit(e));
+  zrt_memory_report_t m{};
+  m.field_mask = ZRT_MEMORY_REPORT_FIELD_SHARED;
+  ZCHECK(zrt_engine_memory(e, &m));
+  const int64_t shared_bytes = m.node_shared_bytes;
   std::vector<float> init(static_cast<size_t>(opt.width) * static_cast<size_t>(opt.width), 0.01f);
   for (int l = 0; l < opt.layers; ++l) {
     ZCHECK(zrt_param_set(e, W[static_cast<size_t>(l)], init.data(), ZRT_DTYPE_FP32));
@@ -175,6 +185,7 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   iteration();  // warm-up
   std::vector<double> times;
   CaseResult out;
+  out.shared_bytes = shared_bytes;
   double waited = 0, stepped = 0;
   for (int s = 0; s < opt.steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -236,63 +247,84 @@ int run_zero(const ZeroOptions &opt) {
     gpu = std::make_unique<GpuWork>(static_cast<size_t>(opt.width) * opt.width * sizeof(float));
   }
 #endif
+  // Private and node-shared buffers only differ for a host engine.
+  std::vector<bool> kinds = {true};
+  if (!device && opt.buckets == "both") kinds = {false, true};
+  if (!device && opt.buckets == "private") kinds = {false};
   if (rank == 0 && !opt.json)
     fmt::print(
         "zrt-bench zero: {} layers of {}x{} fp32 ({:.1f}M parameters), {} ranks, AdamW{}, "
         "engine in {} memory; median step time over {} steps; exposed comm: the share of the "
-        "step waiting on the engine's collectives (the rank that waited most)\n"
-        "{:>6} {:>8} {:>10} {:>12} {:>8}{}{}\n",
+        "step waiting on the engine's collectives (the rank that waited most); buckets: the "
+        "collectives' buffers private or in the node-shared window (engine.shared_buffers)\n"
+        "{:>6} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}{}{}\n",
         opt.layers, opt.width, opt.width, params / 1e6, n,
         opt.offload ? " with ZeRO-Offload at stages 1-3" : "",
         device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
-        "seconds", "vs stage 0", "exposed",
+        "buckets", "seconds", "vs stage 0", "exposed", "vs private",
         beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "",
         offload_times ? fmt::format(" {:>12} {:>8}", "copies s", "hidden") : "");
   for (bool overlap : {true, false}) {
-    double base = 0;
+    std::vector<double> base(2, 0.0);
     for (int stage : opt.stages) {
-      const CaseResult c = run_case(ctx, opt, stage, overlap, device, host_touches, gpu.get());
-      const double t = c.seconds;
-      // The orchestration's own cost on the emulated device: the same steps on the host.
-      double host =
-          beside_host ? run_case(ctx, opt, stage, overlap, false, true, nullptr).seconds : 0;
-      // The share of the offload copies that nothing made the host wait for (the least
-      // hidden rank's).
-      const bool offloaded = offload_times && c.offload_copy > 0;
-      const double hidden = offloaded ? std::max(0.0, 1.0 - c.offload_exposed / c.offload_copy) : 0;
-      if (stage == 0) base = t;
-      double ratio = base > 0 ? t / base : 0;
-      if (rank != 0) continue;
-      if (opt.json) {
-        nlohmann::json j{{"bench", "zero"},
-                         {"case", fmt::format("stage{}_{}", stage, overlap ? "overlap" : "sync")},
-                         {"np", n},
-                         {"stage", stage},
-                         {"overlap", overlap},
-                         {"params", params},
-                         {"memory_space", opt.memory_space},
-                         {"seconds", t},
-                         {"exposed_comm_share", c.exposed_comm}};
-        if (base > 0) j["ratio_vs_stage0"] = ratio;
-        if (beside_host) {
-          j["host_seconds"] = host;
-          j["ratio_vs_host"] = t / host;
+      double private_seconds = 0;
+      for (bool shared : kinds) {
+        const CaseResult c =
+            run_case(ctx, opt, stage, overlap, device, host_touches, gpu.get(), shared);
+        const double t = c.seconds;
+        // The orchestration's own cost on the emulated device: the same steps on the host.
+        double host =
+            beside_host ? run_case(ctx, opt, stage, overlap, false, true, nullptr).seconds : 0;
+        // The share of the offload copies that nothing made the host wait for (the least
+        // hidden rank's).
+        const bool offloaded = offload_times && c.offload_copy > 0;
+        const double hidden =
+            offloaded ? std::max(0.0, 1.0 - c.offload_exposed / c.offload_copy) : 0;
+        // Whether the engine had a window: none with one rank, or on a backend without one.
+        const char *where = device ? "device" : c.shared_bytes > 0 ? "shared" : "private";
+        double &b = base[shared ? 1 : 0];
+        if (stage == 0) b = t;
+        const double ratio = b > 0 ? t / b : 0;
+        if (!shared) private_seconds = t;
+        const double vs_private = shared && private_seconds > 0 ? t / private_seconds : 0;
+        if (rank != 0) continue;
+        if (opt.json) {
+          nlohmann::json j{
+              {"bench", "zero"},
+              {"case", fmt::format("stage{}_{}_{}", stage, overlap ? "overlap" : "sync",
+                                   shared ? "shared" : "private")},
+              {"np", n},
+              {"stage", stage},
+              {"overlap", overlap},
+              {"buckets", where},
+              {"shared_bytes", c.shared_bytes},
+              {"params", params},
+              {"memory_space", opt.memory_space},
+              {"seconds", t},
+              {"exposed_comm_share", c.exposed_comm}};
+          if (b > 0) j["ratio_vs_stage0"] = ratio;
+          if (vs_private > 0) j["ratio_vs_private"] = vs_private;
+          if (beside_host) {
+            j["host_seconds"] = host;
+            j["ratio_vs_host"] = t / host;
+          }
+          j["offload"] = opt.offload && stage > 0;
+          if (offloaded) {
+            j["offload_copy_seconds"] = c.offload_copy;
+            j["offload_exposed_seconds"] = c.offload_exposed;
+            j["offload_hidden_share"] = hidden;
+          }
+          fmt::print("{}\n", j.dump());
+        } else {
+          fmt::print(
+              "{:>6} {:>8} {:>8} {:>10.4f} {:>11.3f}x {:>7.1f}% {:>12}{}{}\n", stage,
+              overlap ? "on" : "off", where, t, ratio, 100 * c.exposed_comm,
+              vs_private > 0 ? fmt::format("{:.3f}x", vs_private) : std::string("-"),
+              beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
+              offloaded ? fmt::format(" {:>12.4f} {:>7.1f}%", c.offload_copy, 100 * hidden) : "");
         }
-        j["offload"] = opt.offload && stage > 0;
-        if (offloaded) {
-          j["offload_copy_seconds"] = c.offload_copy;
-          j["offload_exposed_seconds"] = c.offload_exposed;
-          j["offload_hidden_share"] = hidden;
-        }
-        fmt::print("{}\n", j.dump());
-      } else {
-        fmt::print(
-            "{:>6} {:>8} {:>10.4f} {:>11.3f}x {:>7.1f}%{}{}\n", stage, overlap ? "on" : "off", t,
-            ratio, 100 * c.exposed_comm,
-            beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
-            offloaded ? fmt::format(" {:>12.4f} {:>7.1f}%", c.offload_copy, 100 * hidden) : "");
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
     }
   }
   zrt_finalize(ctx);
@@ -316,6 +348,12 @@ void add_zero_bench(CLI::App &app) {
                   "engine (the orchestration's cost); device: on the GPU, the host touching no "
                   "parameter")
       ->check(CLI::IsMember({"host", "emulated", "device"}))
+      ->capture_default_str();
+  sub->add_option("--buckets", opt->buckets,
+                  "a host engine's collective buffers: private, shared (the node-shared window, "
+                  "engine.shared_buffers = auto), or both, each case on private buffers and "
+                  "then shared ones")
+      ->check(CLI::IsMember({"both", "shared", "private"}))
       ->capture_default_str();
   sub->add_flag("--offload", opt->offload,
                 "ZeRO-Offload at stages 1-3 (stage 0 stays the baseline); on the device the "

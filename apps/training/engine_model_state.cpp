@@ -258,6 +258,10 @@ class EngineModelState final : public ModelState {
       p.reduce_bucket_bytes = p.allgather_bucket_bytes =
           static_cast<size_t>(opt.reduce_bucket_bytes);
     }
+    if (opt.shared_buffers >= 0) {
+      p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS;
+      p.shared_buffers = opt.shared_buffers;
+    }
     if (opt.max_live_parameters >= 0) {
       p.field_mask |= ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS;
       p.max_live_parameters = static_cast<size_t>(opt.max_live_parameters);
@@ -340,6 +344,7 @@ class EngineModelState final : public ModelState {
     m.master_weights = r.master_weights;
     m.optimizer_state = r.optimizer_state;
     m.buckets = r.buckets;
+    m.node_shared_bytes = r.node_shared_bytes;
     return m;
   }
 

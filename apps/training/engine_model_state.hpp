@@ -37,6 +37,7 @@ struct EngineOptions {
   int64_t reduce_bucket_bytes = 0;                      // 0: the engine's (configuration, 25 MiB)
   int64_t max_live_parameters = -1;                     // stage 3; < 0: the engine's
   zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;  // where the engine's buffers live
+  int shared_buffers = -1;  // 1: node-shared collective buffers, 0: private; < 0: the engine's
 };
 
 /// Creates an engine over @p context's ranks, registers the tensors of @p layout (a model's

@@ -60,6 +60,7 @@ struct StepReport {
 /// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).
 struct StateMemory {
   int64_t parameters = 0, gradients = 0, master_weights = 0, optimizer_state = 0, buckets = 0;
+  int64_t node_shared_bytes = 0;  // of the total, in the engine's node-shared window
   int64_t total() const {
     return parameters + gradients + master_weights + optimizer_state + buckets;
   }

@@ -42,6 +42,7 @@ class SharedSegments final : public SharedBuffers {
   // fail on every rank together and free nothing.
   void free(void *pointer) override;
   uint64_t number_of(const void *pointer) const override;
+  int peers() const override { return size_; }
 
   struct Location {
     uint64_t segment = kNone;  // kNone: not in a shared segment

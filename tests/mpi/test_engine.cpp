@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "device_copy.hpp"
 #include "mpi_fixture.hpp"
@@ -119,6 +123,7 @@ struct RunSpec {
   size_t max_live = 1000000000;  // stage 3: 0 evicts every released bucket
   bool no_bias_decay = false;    // biases get weight decay 0 (zrt_param_set_weight_decay)
   zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;
+  int shared = 1;  // node-shared buffers where the backend has them (engine.shared_buffers)
 };
 
 struct Result {
@@ -126,20 +131,21 @@ struct Result {
   std::vector<zrt_step_report_t> reports;        // of each step's last micro-step
   std::vector<zrt_step_report_t> micro_reports;  // of every zrt_engine_step call
   zrt_memory_report_t memory{};
+  nlohmann::json describe;  // zrt_engine_describe at the end
 };
 
 zrt_engine_params_t engine_params(const RunSpec &r) {
   zrt_engine_params_t p = {};
-  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
-                 ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
-                 ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
-                 ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
-                 ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
-                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
-                 ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
-                 ZRT_ENGINE_PARAM_FIELD_OVERLAP | ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER |
-                 ZRT_ENGINE_PARAM_FIELD_MOMENTUM | ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE |
-                 ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+  p.field_mask =
+      ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+      ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_LR |
+      ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC |
+      ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES | ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
+      ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
+      ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS | ZRT_ENGINE_PARAM_FIELD_OVERLAP |
+      ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_MOMENTUM |
+      ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE | ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS |
+      ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE | ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS;
   p.stage = r.stage;
   p.compute_dtype = r.dtype;
   p.optimizer = r.optimizer;
@@ -156,6 +162,7 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   p.loss_scale = r.loss_scale;
   p.max_live_parameters = r.max_live;
   p.memory_space = r.memory;
+  p.shared_buffers = r.shared;
   return p;
 }
 
@@ -229,6 +236,12 @@ void train(const RunSpec &run, Result *out) {
   }
   out->memory.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
   CHECK_OK(zrt_engine_memory(e, &out->memory));
+  size_t length = 0;
+  CHECK_OK(zrt_engine_describe(e, nullptr, 0, &length));
+  std::string text(length + 1, '\0');
+  CHECK_OK(zrt_engine_describe(e, text.data(), text.size(), &length));
+  text.resize(length);
+  out->describe = nlohmann::json::parse(text);
   out->params.resize(h.size());
   for (size_t t = 0; t < h.size(); ++t) {
     out->params[t].resize(numel(kShapes[t]));
@@ -549,6 +562,186 @@ TEST(Engine, StepReportsTheCommunicationOfEachMicroStep) {
         }
       }
     }
+}
+
+namespace {
+
+// The ranks of this rank's node as the engine's backend sees them: faked nodes
+// (ZRT_RANKS_PER_NODE) or the real one.
+int node_ranks() {
+  if (const char *faked = std::getenv("ZRT_RANKS_PER_NODE")) return std::atoi(faked);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
+// The phases of shm collectives that read the peers' buffers in place ("direct_phases"
+// wherever the engine's communicator describes an shm backend).
+uint64_t direct_phases(const nlohmann::json &j) {
+  uint64_t n = 0;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it)
+      n += it.key() == "direct_phases" && it.value().is_number() ? it.value().get<uint64_t>()
+                                                                 : direct_phases(it.value());
+  else if (j.is_array())
+    for (const auto &v : j)
+      n += direct_phases(v);
+  return n;
+}
+
+}  // namespace
+
+// The buffers the collectives read in place in the node's shared window (the default), or
+// private: the same bits at every stage, the same memory report in every field, and the
+// window mapped by exactly the ranks of this rank's node (faked nodes included). With
+// comm.shm.direct_bytes = 0 (the mpi_engine_shared runs) every shm collective of the small
+// model asks whether its buffers are shared, so the shared run must read its peers in place
+// and the private one must not.
+TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
+  const char *direct_bytes = std::getenv("ZRT_COMM_SHM_DIRECT_BYTES");
+  const bool every_size = direct_bytes != nullptr && std::string(direct_bytes) == "0";
+  const int expected_ranks = node_ranks() > 1 ? node_ranks() : 0;
+  for (zrt_dtype_t dt : {ZRT_DTYPE_FP32, ZRT_DTYPE_BF16})
+    for (int stage = 0; stage <= 3; ++stage) {
+      SCOPED_TRACE(fmt::format("stage {} dtype {}", stage, static_cast<int>(dt)));
+      RunSpec run;
+      run.stage = stage;
+      run.dtype = dt;
+      run.deterministic = true;
+      run.steps = 4;
+      run.accumulation = 2;  // landing slices at stages 1-3
+      run.clip = 0.5;
+      Result mine, own;
+      train(run, &mine);
+      run.shared = 0;
+      train(run, &own);
+      EXPECT_TRUE(bitwise_equal(mine, own));
+      const zrt_memory_report_t &a = mine.memory, &b = own.memory;
+      EXPECT_EQ(a.parameters, b.parameters);
+      EXPECT_EQ(a.gradients, b.gradients);
+      EXPECT_EQ(a.master_weights, b.master_weights);
+      EXPECT_EQ(a.optimizer_state, b.optimizer_state);
+      EXPECT_EQ(a.buckets, b.buckets);
+      EXPECT_EQ(a.total, b.total);
+      EXPECT_EQ(a.host_bytes, b.host_bytes);
+      EXPECT_EQ(b.node_shared_bytes, 0);
+      EXPECT_EQ(b.node_shared_ranks, 0);
+      EXPECT_EQ(a.node_shared_ranks, expected_ranks);
+      EXPECT_EQ(mine.describe["node_shared_ranks"], expected_ranks);
+      if (expected_ranks > 0) {
+        // At least the gradients; never what the collectives do not touch (the moments).
+        EXPECT_GE(a.node_shared_bytes, a.gradients);
+        EXPECT_LE(a.node_shared_bytes, a.total - a.optimizer_state - a.master_weights);
+      } else {
+        EXPECT_EQ(a.node_shared_bytes, 0);
+      }
+      EXPECT_EQ(direct_phases(own.describe["comm"]), 0u);
+    }
+  // A parameter of 1 MiB in buckets of 256 KiB, so that the collectives are large enough
+  // for the node's backend (smaller ones go to MPI), outside deterministic mode, where
+  // hier's reductions start inside the node and read the buckets in place (in deterministic
+  // mode they run flat, in rank order).
+  if (every_size && expected_ranks > 0) {
+    auto run = [](int shared, std::vector<float> *out) {
+      zrt_engine_params_t p = {};
+      p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
+                     ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES |
+                     ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS;
+      p.stage = 2;
+      p.reduce_bucket_bytes = p.allgather_bucket_bytes = 256 << 10;
+      p.shared_buffers = shared;
+      zrt_engine_h e = nullptr;
+      zrt_param_h w = nullptr;
+      const int64_t shape[2] = {256, 1024};
+      std::vector<float> values(256 * 1024);
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<float>(uniform(3, 0, i));
+      bool ok = zrt_engine_create(test::context(), &p, &e) == ZRT_SUCCESS &&
+                zrt_param_register(e, "w", ZRT_DTYPE_FP32, 2, shape, &w) == ZRT_SUCCESS &&
+                zrt_engine_commit(e) == ZRT_SUCCESS &&
+                zrt_param_set(e, w, values.data(), ZRT_DTYPE_FP32) == ZRT_SUCCESS;
+      for (int step = 0; ok && step < 2; ++step) {
+        void *grad = nullptr;
+        ok = zrt_grad_data(e, w, &grad) == ZRT_SUCCESS;
+        for (size_t i = 0; ok && i < values.size(); ++i)
+          static_cast<float *>(grad)[i] =
+              static_cast<float>(uniform(4, step * 64 + test::rank(), i));
+        ok =
+            ok && zrt_grad_ready(e, w) == ZRT_SUCCESS && zrt_engine_step(e, nullptr) == ZRT_SUCCESS;
+      }
+      out->resize(values.size());
+      ok = ok && zrt_param_get(e, w, out->data(), ZRT_DTYPE_FP32) == ZRT_SUCCESS;
+      EXPECT_TRUE(ok) << test::last_error();
+      nlohmann::json j;
+      size_t length = 0;
+      if (ok && zrt_engine_describe(e, nullptr, 0, &length) == ZRT_SUCCESS) {
+        std::string text(length + 1, '\0');
+        EXPECT_EQ(zrt_engine_describe(e, text.data(), text.size(), &length), ZRT_SUCCESS);
+        text.resize(length);
+        j = nlohmann::json::parse(text);
+      }
+      if (e != nullptr) {
+        EXPECT_EQ(zrt_engine_destroy(e), ZRT_SUCCESS);
+      }
+      return direct_phases(j["comm"]);
+    };
+    std::vector<float> mine, own;
+    EXPECT_GT(run(1, &mine), 0u);
+    EXPECT_EQ(run(0, &own), 0u);
+    // Sums in another order outside deterministic mode: close, not equal.
+    ASSERT_EQ(mine.size(), own.size());
+    for (size_t i = 0; i < mine.size(); i += 97)
+      EXPECT_NEAR(mine[i], own[i], 1e-5) << i;
+  }
+  EXPECT_TRUE(test::all_ranks(!HasFailure()));
+}
+
+// An engine's window and its pool go with the engine: 100 engines later this process maps
+// no more than after the first, and holds no more shared memory.
+TEST(Engine, SharedWindowsGoWithTheEngine) {
+  auto mappings = [] {
+    std::ifstream maps("/proc/self/maps");
+    size_t lines = 0;
+    for (std::string line; std::getline(maps, line);)
+      ++lines;
+    return lines;
+  };
+  auto shmem_kib = [] {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("RssShmem:", 0) == 0) return std::stol(line.substr(9));
+    return 0L;
+  };
+  auto cycle = [] {
+    zrt_engine_params_t p = {};
+    p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
+    p.stage = 2;
+    zrt_engine_h e = nullptr;
+    zrt_param_h w = nullptr;
+    const int64_t shape[2] = {256, 1024};  // 1 MiB of fp32
+    zrt_memory_report_t m{};
+    m.field_mask = ZRT_MEMORY_REPORT_FIELD_SHARED;
+    const bool ok = zrt_engine_create(test::context(), &p, &e) == ZRT_SUCCESS &&
+                    zrt_param_register(e, "w", ZRT_DTYPE_FP32, 2, shape, &w) == ZRT_SUCCESS &&
+                    zrt_engine_commit(e) == ZRT_SUCCESS && zrt_engine_memory(e, &m) == ZRT_SUCCESS;
+    EXPECT_TRUE(ok) << test::last_error();
+    if (e != nullptr) {
+      EXPECT_EQ(zrt_engine_destroy(e), ZRT_SUCCESS);
+    }
+    return m.node_shared_ranks;
+  };
+  const int ranks = cycle();
+  EXPECT_EQ(ranks, node_ranks() > 1 ? node_ranks() : 0);
+  const size_t maps0 = mappings();
+  const long shmem0 = shmem_kib();
+  for (int i = 0; i < 100; ++i)
+    cycle();
+  EXPECT_LE(mappings(), maps0 + 8);
+  EXPECT_LE(shmem_kib(), shmem0 + 1024);
+  EXPECT_TRUE(test::all_ranks(!HasFailure()));
 }
 
 TEST(Engine, OptimizerOffloadGivesTheSameParameters) {

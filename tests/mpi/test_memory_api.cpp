@@ -40,6 +40,15 @@ zrt_pool_stats_t stats_of(zrt_pool_h pool) {
   return s;
 }
 
+nlohmann::json context_description() {
+  size_t length = 0;
+  EXPECT_EQ(zrt_context_describe(test::context(), nullptr, 0, &length), ZRT_SUCCESS);
+  std::string text(length + 1, '\0');
+  EXPECT_EQ(zrt_context_describe(test::context(), text.data(), text.size(), &length), ZRT_SUCCESS);
+  text.resize(length);
+  return nlohmann::json::parse(text);
+}
+
 }  // namespace
 
 TEST(MemoryApi, ContextPoolsServeEveryLifetimeAndKind) {
@@ -364,29 +373,53 @@ TEST(MemoryApi, PinnedMemoryExhaustedIsAClearStatus) {
 }
 
 // The ZeRO engine takes its state and buffers from the context's host pool: they show in
-// its stats while the engine lives and are given back when it is destroyed. Collective.
+// its stats while the engine lives and are given back when it is destroyed. With node-shared
+// buffers (the default) the gradients, which stage 0 all-reduces in place, come from the
+// engine's own window pool instead, listed with the context's pools while the engine lives.
+// Collective.
 TEST(MemoryApi, EngineStateComesFromTheContextHostPool) {
   zrt_pool_h host = nullptr;
   ASSERT_EQ(zrt_context_pool(test::context(), ZRT_MEMORY_HOST, &host), ZRT_SUCCESS);
-  const size_t before = stats_of(host).live_bytes;
+  auto user_pools = [] { return context_description()["memory"]["user_pools"].get<int>(); };
+  for (int shared : {0, 1}) {
+    SCOPED_TRACE(shared ? "node-shared buffers" : "private buffers");
+    const size_t before = stats_of(host).live_bytes;
+    const int pools_before = user_pools();
 
-  zrt_engine_params_t params;
-  std::memset(&params, 0, sizeof params);
-  params.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
-  params.stage = 0;  // every rank holds all of it: parameters, gradients, two Adam moments
-  zrt_engine_h engine = nullptr;
-  zrt_param_h w = nullptr;
-  const int64_t shape[2] = {256, 1024};  // 1 MiB of fp32
-  bool ok = zrt_engine_create(test::context(), &params, &engine) == ZRT_SUCCESS &&
-            zrt_param_register(engine, "w", ZRT_DTYPE_FP32, 2, shape, &w) == ZRT_SUCCESS &&
-            zrt_engine_commit(engine) == ZRT_SUCCESS;
-  EXPECT_TRUE(ok) << test::last_error();
-  const size_t during = stats_of(host).live_bytes;
-  EXPECT_GE(during, before + 4 * MiB);
-  if (engine != nullptr) {
-    EXPECT_EQ(zrt_engine_destroy(engine), ZRT_SUCCESS);
+    zrt_engine_params_t params;
+    std::memset(&params, 0, sizeof params);
+    params.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS;
+    params.stage = 0;  // every rank holds all of it: parameters, gradients, two Adam moments
+    params.shared_buffers = shared;
+    zrt_engine_h engine = nullptr;
+    zrt_param_h w = nullptr;
+    const int64_t shape[2] = {256, 1024};  // 1 MiB of fp32
+    bool ok = zrt_engine_create(test::context(), &params, &engine) == ZRT_SUCCESS &&
+              zrt_param_register(engine, "w", ZRT_DTYPE_FP32, 2, shape, &w) == ZRT_SUCCESS &&
+              zrt_engine_commit(engine) == ZRT_SUCCESS;
+    EXPECT_TRUE(ok) << test::last_error();
+    zrt_memory_report_t m{};
+    m.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
+    if (ok) {
+      EXPECT_EQ(zrt_engine_memory(engine, &m), ZRT_SUCCESS);
+    }
+    const size_t during = stats_of(host).live_bytes;
+    if (m.node_shared_ranks > 0) {
+      EXPECT_EQ(shared, 1);
+      EXPECT_EQ(m.node_shared_bytes, static_cast<int64_t>(MiB));  // the gradients
+      EXPECT_GE(during, before + 3 * MiB);
+      EXPECT_EQ(user_pools(), pools_before + 1);
+    } else {
+      EXPECT_EQ(m.node_shared_bytes, 0);
+      EXPECT_GE(during, before + 4 * MiB);
+      EXPECT_EQ(user_pools(), pools_before);
+    }
+    if (engine != nullptr) {
+      EXPECT_EQ(zrt_engine_destroy(engine), ZRT_SUCCESS);
+    }
+    EXPECT_EQ(stats_of(host).live_bytes, before);
+    EXPECT_EQ(user_pools(), pools_before);
   }
-  EXPECT_EQ(stats_of(host).live_bytes, before);
   EXPECT_TRUE(test::all_ranks(!HasFailure()));
 }
 

@@ -119,7 +119,8 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21,
   ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE = 1u << 22,
   ZRT_ENGINE_PARAM_FIELD_STREAM = 1u << 23,
-  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 24) - 1 /**< every field of this header's version */
+  ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS = 1u << 24,
+  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 25) - 1 /**< every field of this header's version */
 };
 
 /**
@@ -159,8 +160,11 @@ typedef struct zrt_engine_params {
                                          0 .. 2^48 (0: free every released bucket); default
                                          1e9, DeepSpeed's stage3_max_live_parameters */
   zrt_engine_memory_t memory_space; /**< default ZRT_ENGINE_MEMORY_HOST (engine.memory_space) */
-  void *stream; /**< the program's CUDA stream (a cudaStream_t) with a device engine; default
-                     NULL (CUDA's default stream); must be NULL for a host engine */
+  void *stream;       /**< the program's CUDA stream (a cudaStream_t) with a device engine; default
+                           NULL (CUDA's default stream); must be NULL for a host engine */
+  int shared_buffers; /**< default 1: a host engine whose backend reads node-shared memory in
+                           place (shm; hier inside a node) keeps its collectives' buffers in a
+                           window the node's ranks map; 0: private (engine.shared_buffers) */
 } zrt_engine_params_t;
 
 /**
@@ -403,7 +407,8 @@ enum zrt_memory_report_field {
   ZRT_MEMORY_REPORT_FIELD_TOTAL = 1u << 6,
   ZRT_MEMORY_REPORT_FIELD_GATHER = 1u << 7,    /**< gather_fetches, gather_evictions */
   ZRT_MEMORY_REPORT_FIELD_PLACEMENT = 1u << 8, /**< device_bytes, host_bytes */
-  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 9) - 1
+  ZRT_MEMORY_REPORT_FIELD_SHARED = 1u << 9,    /**< node_shared_bytes, node_shared_ranks */
+  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 10) - 1
 };
 
 /** @brief Bytes this rank holds, by kind: the fields named in field_mask. */
@@ -422,6 +427,9 @@ typedef struct zrt_memory_report {
                                   ones exceeded max_live_parameters; 0 at other stages */
   int64_t device_bytes;      /**< of total, the bytes in device memory */
   int64_t host_bytes;        /**< of total, the bytes in host memory (pinned or not) */
+  int64_t node_shared_bytes; /**< of host_bytes, the bytes in the engine's node-shared window
+                                  (engine.shared_buffers), which its collectives read in place */
+  int32_t node_shared_ranks; /**< the ranks that map that window (this rank's node); 0: none */
 } zrt_memory_report_t;
 
 /**
