@@ -129,6 +129,11 @@ void Engine::commit_agreed() {
   const size_t es = dtype_size(settings_.dtype);
   layout_ = Layout(params_.all(), std::max<size_t>(settings_.reduce_bucket_bytes / es, 1), nranks_);
   params_.place(layout_);
+  // What an earlier, failed commit made goes first: its buffers would fill the window.
+  optimizer_.reset();
+  gatherer_.reset();
+  reducer_.reset();
+  state_ = ModelState();
   share_buffers();
   run_agreed(control_, [&] {
     state_ = ModelState(*memory_, stage_, layout_, settings_);
@@ -151,7 +156,9 @@ void Engine::share_buffers() {
   // or a lone rank gains nothing from a window, and a device engine's buffers are device
   // memory. Every rank decides alike: the settings are agreed and the backend is chosen
   // for the whole communicator.
-  if (!settings_.shared_buffers || memory_->on_device() || comm_->memory().shared_peers() < 2)
+  // A commit tried again after an agreed failure keeps the window of the first try.
+  if (!settings_.shared_buffers || memory_->on_device() || memory_->shared() ||
+      comm_->memory().shared_peers() < 2)
     return;
   const size_t page = page_size();
   size_t bytes = 0;
@@ -166,10 +173,12 @@ void Engine::share_buffers() {
   try {
     memory_->share(comm_->memory(), bytes);
   } catch (const Error &e) {
-    // Agreed: every rank goes on with private buffers. A timeout is not agreed.
+    // The window's allocation fails on every rank together (a timeout is not agreed), and
+    // so does the pool over it: its options are the same everywhere.
     if (e.status() == ZRT_ERR_TIMEOUT) throw;
-    log::warn("engine: no node-shared window of {} bytes ({}); the buffers stay private", bytes,
-              e.what());
+    if (rank_ == 0)
+      log::warn("engine: no node-shared window of {} bytes ({}); the buffers stay private", bytes,
+                e.what());
     return;
   }
   log::debug("engine: a node-shared window of {} bytes over {} ranks", bytes,

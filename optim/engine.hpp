@@ -107,6 +107,8 @@ class Engine {
   void describe_comm(nlohmann::json &out) const { comm_->describe(out); }
   // The ranks mapping the engine's node-shared window; 0: it has none.
   int memory_shared_ranks() const { return memory_->shared() ? memory_->shared_peers() : 0; }
+  // Buffers meant for that window that went to host memory (it was full).
+  uint64_t memory_shared_fallbacks() const { return memory_->shared_fallbacks(); }
   // Overrides the engine's weight decay for one parameter (biases, norms: often 0).
   void set_weight_decay(int index, double weight_decay);
   double loss_scale() const { return scaler_.scale(); }

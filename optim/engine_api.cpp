@@ -354,6 +354,7 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"memory_space", e.on_device() ? "device" : "host"},
         {"shared_buffers", s.shared_buffers ? "auto" : "off"},
         {"node_shared_ranks", e.memory_shared_ranks()},
+        {"node_shared_fallbacks", e.memory_shared_fallbacks()},
         {"ranks", e.nranks()},
         {"settings", settings},
     };

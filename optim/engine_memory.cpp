@@ -38,7 +38,10 @@ EngineBuffer::EngineBuffer(EngineMemory &memory, Place place, size_t bytes, Life
       // (stage 3's extra groups, buckets added for out-of-order gradients) may not fit.
       Pool &shared = memory.pool(Place::Shared);
       const PoolStats s = shared.stats();
-      if (s.largest_free + (s.limit - s.reserved) >= bytes) {
+      const size_t a = shared.options().alignment, rounded = (bytes + a - 1) / a * a;
+      // An estimate (the free block and the uncommitted middle may not be one piece): the
+      // allocation itself decides.
+      if (s.largest_free + (s.limit - s.reserved) >= rounded) {
         try {
           alloc_ = PoolAllocation::allocate(shared, bytes, lifetime);
           place_ = Place::Shared;
@@ -95,7 +98,10 @@ EngineMemory::~EngineMemory() {
 void EngineMemory::share(CommMemory &comm_memory, size_t bytes) {
   const size_t page = page_size();
   bytes = (bytes + page - 1) / page * page;
-  void *window = comm_memory.allocate(bytes, "");
+  // The window's parts are aligned to 4 KiB; a page more lets the pool start on a page of
+  // this system's size (64 KiB on some).
+  char *window = static_cast<char *>(comm_memory.allocate(bytes + page, ""));
+  window += (page - reinterpret_cast<uintptr_t>(window) % page) % page;
   // From here on only this rank's bookkeeping: an error leaves the window to the
   // communicator, which frees it on every rank together.
   PoolOptions o;

@@ -1,5 +1,6 @@
 #include "comm/shm/shared_segments.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -80,6 +81,17 @@ void *SharedSegments::allocate(size_t bytes) {
       fail(ZRT_ERR_OUT_OF_MEMORY,
            "{} bytes of shared memory asked for on this node ({} by this rank); it has {} bytes",
            total, bytes, physical);
+    // Open MPI keeps the windows' backing files in /dev/shm: one fuller than that would
+    // raise SIGBUS at the first touch instead of failing here.
+    struct statvfs fs {};
+    if (statvfs("/dev/shm", &fs) == 0) {
+      const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+      if (total > free_bytes)
+        fail(ZRT_ERR_OUT_OF_MEMORY,
+             "{} bytes of shared memory asked for on this node ({} by this rank); /dev/shm, "
+             "where MPI keeps shared windows, has {} bytes free",
+             total, bytes, free_bytes);
+    }
   });
   Segment segment;
   char *mine = nullptr;
