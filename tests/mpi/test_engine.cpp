@@ -166,6 +166,16 @@ zrt_engine_params_t engine_params(const RunSpec &r) {
   return p;
 }
 
+// zrt_engine_describe's JSON.
+nlohmann::json describe_engine(zrt_engine_h e) {
+  size_t length = 0;
+  EXPECT_EQ(zrt_engine_describe(e, nullptr, 0, &length), ZRT_SUCCESS) << test::last_error();
+  std::string text(length + 1, '\0');
+  EXPECT_EQ(zrt_engine_describe(e, text.data(), text.size(), &length), ZRT_SUCCESS);
+  text.resize(length);
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
 void train(const RunSpec &run, Result *out) {
   zrt_engine_params_t ep = engine_params(run);
   zrt_engine_h e = nullptr;
@@ -236,12 +246,7 @@ void train(const RunSpec &run, Result *out) {
   }
   out->memory.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
   CHECK_OK(zrt_engine_memory(e, &out->memory));
-  size_t length = 0;
-  CHECK_OK(zrt_engine_describe(e, nullptr, 0, &length));
-  std::string text(length + 1, '\0');
-  CHECK_OK(zrt_engine_describe(e, text.data(), text.size(), &length));
-  text.resize(length);
-  out->describe = nlohmann::json::parse(text);
+  out->describe = describe_engine(e);
   out->params.resize(h.size());
   for (size_t t = 0; t < h.size(); ++t) {
     out->params[t].resize(numel(kShapes[t]));
@@ -680,14 +685,7 @@ TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
       out->resize(values.size());
       ok = ok && zrt_param_get(e, w, out->data(), ZRT_DTYPE_FP32) == ZRT_SUCCESS;
       EXPECT_TRUE(ok) << test::last_error();
-      nlohmann::json j;
-      size_t length = 0;
-      if (ok && zrt_engine_describe(e, nullptr, 0, &length) == ZRT_SUCCESS) {
-        std::string text(length + 1, '\0');
-        EXPECT_EQ(zrt_engine_describe(e, text.data(), text.size(), &length), ZRT_SUCCESS);
-        text.resize(length);
-        j = nlohmann::json::parse(text);
-      }
+      const nlohmann::json j = ok ? describe_engine(e) : nlohmann::json::object();
       if (e != nullptr) {
         EXPECT_EQ(zrt_engine_destroy(e), ZRT_SUCCESS);
       }

@@ -93,12 +93,7 @@ TEST(MemoryApi, ContextPoolsServeEveryLifetimeAndKind) {
   EXPECT_EQ(zrt_pool_free(pinned, staging), ZRT_SUCCESS);
 
   // The context describes its pools.
-  size_t length = 0;
-  ASSERT_EQ(zrt_context_describe(test::context(), nullptr, 0, &length), ZRT_SUCCESS);
-  std::string text(length + 1, '\0');
-  ASSERT_EQ(zrt_context_describe(test::context(), text.data(), text.size(), &length), ZRT_SUCCESS);
-  text.resize(length);
-  nlohmann::json j = nlohmann::json::parse(text);
+  nlohmann::json j = context_description();
   EXPECT_TRUE(j["memory"]["pools"].contains("host"));
   EXPECT_TRUE(j["memory"]["pools"].contains("pinned_host"));
   EXPECT_EQ(j["memory"]["pools"]["host"]["resource"]["kind"], "mmap");
