@@ -69,6 +69,14 @@ zrt_comm_h comm_for(const std::string &backend, bool deterministic, std::string 
   return c;
 }
 
+std::string param_name(const ::testing::TestParamInfo<std::string> &info) {
+  return info.param;
+}
+
+}  // namespace
+
+// Outside the anonymous namespace: the tests derive from it, and in the unity build they
+// would otherwise be classes with internal-linkage bases (-Wsubobject-linkage).
 class Backends : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -86,12 +94,6 @@ class Backends : public ::testing::TestWithParam<std::string> {
   }
   zrt_comm_h comm_ = nullptr;
 };
-
-std::string param_name(const ::testing::TestParamInfo<std::string> &info) {
-  return info.param;
-}
-
-}  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Each, Backends, ::testing::ValuesIn(test_backends()), param_name);
 
