@@ -7,6 +7,7 @@
 #include "comm/dtype.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_part.hpp"
+#include "memory/pool_block.hpp"
 #include "optim/engine_part.hpp"
 #include "optim/param_allgather.hpp"
 #include "runtime/agree.hpp"
@@ -155,8 +156,8 @@ void Engine::share_buffers() {
   // Only where a collective reads its peers' buffers in place: a private backend (MPI, UCX)
   // or a lone rank gains nothing from a window, and a device engine's buffers are device
   // memory. Every rank decides alike: the settings are agreed and the backend is chosen
-  // for the whole communicator.
-  // A commit tried again after an agreed failure keeps the window of the first try.
+  // for the whole communicator. A commit tried again after an agreed failure keeps the
+  // window of the first try.
   if (!settings_.shared_buffers || memory_->on_device() || memory_->shared() ||
       comm_->memory().shared_peers() < 2)
     return;
@@ -164,7 +165,7 @@ void Engine::share_buffers() {
   size_t bytes = 0;
   auto add = [&](const std::vector<size_t> &buffers) {
     for (size_t b : buffers)
-      bytes += (b + page - 1) / page * page;
+      bytes += round_up(b, page);
   };
   add(ModelState::shared_buffers(stage_, layout_, settings_));
   add(GradientReducer::initial_buffers(layout_, stage_, settings_, false));

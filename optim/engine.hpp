@@ -106,7 +106,7 @@ class Engine {
   // What the engine's communicator chose and did (zrt_engine_describe's "comm").
   void describe_comm(nlohmann::json &out) const { comm_->describe(out); }
   // The ranks mapping the engine's node-shared window; 0: it has none.
-  int memory_shared_ranks() const { return memory_->shared() ? memory_->shared_peers() : 0; }
+  int memory_shared_ranks() const { return memory_->shared_peers(); }
   // Buffers meant for that window that went to host memory (it was full).
   uint64_t memory_shared_fallbacks() const { return memory_->shared_fallbacks(); }
   // Overrides the engine's weight decay for one parameter (biases, norms: often 0).

@@ -7,6 +7,7 @@
 #include "memory/borrowed_resource.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_part.hpp"
+#include "memory/pool_block.hpp"
 #include "runtime/error.hpp"
 #include "runtime/gpu/memory_kind.hpp"
 #include "runtime/log.hpp"
@@ -38,7 +39,7 @@ EngineBuffer::EngineBuffer(EngineMemory &memory, Place place, size_t bytes, Life
       // (stage 3's extra groups, buckets added for out-of-order gradients) may not fit.
       Pool &shared = memory.pool(Place::Shared);
       const PoolStats s = shared.stats();
-      const size_t a = shared.options().alignment, rounded = (bytes + a - 1) / a * a;
+      const size_t rounded = round_up(bytes, shared.options().alignment);
       // An estimate (the free block and the uncommitted middle may not be one piece): the
       // allocation itself decides.
       if (s.largest_free + (s.limit - s.reserved) >= rounded) {
@@ -97,11 +98,12 @@ EngineMemory::~EngineMemory() {
 
 void EngineMemory::share(CommMemory &comm_memory, size_t bytes) {
   const size_t page = page_size();
-  bytes = (bytes + page - 1) / page * page;
+  bytes = round_up(bytes, page);
   // The window's parts are aligned to 4 KiB; a page more lets the pool start on a page of
   // this system's size (64 KiB on some).
   char *window = static_cast<char *>(comm_memory.allocate(bytes + page, ""));
-  window += (page - reinterpret_cast<uintptr_t>(window) % page) % page;
+  window +=
+      round_up(reinterpret_cast<uintptr_t>(window), page) - reinterpret_cast<uintptr_t>(window);
   // From here on only this rank's bookkeeping: an error leaves the window to the
   // communicator, which frees it on every rank together.
   PoolOptions o;
