@@ -200,6 +200,7 @@ void Engine::set_weight_decay(int index, double weight_decay) {
 
 void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
   require_committed("zrt_param_set");
+  wait_for_snapshot();
   require_nonnull(values, "values");
   const ParamInfo &p = param(index);
   if (memory_kind(values) == MemoryKind::Device)

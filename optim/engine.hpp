@@ -154,7 +154,12 @@ class Engine {
   void set_pending_save(std::shared_ptr<PendingSave> save) { pending_save_ = std::move(save); }
   bool save_pending() const { return pending_save_ != nullptr; }
   // Collective: settles the pending save (wait: until it is published). Throws its failure.
+  // Returns once the save no longer reads the state, whatever wait says.
   void settle_save(bool wait);
+  // Local: returns once a pending save no longer reads the state (before a local change).
+  void wait_for_snapshot() const {
+    if (pending_save_) pending_save_->wait_for_snapshot();
+  }
 
  private:
   void require_committed(const char *what) const;

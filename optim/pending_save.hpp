@@ -14,6 +14,9 @@ class PendingSave {
   // waits until none is). Throws the save's failure on every rank, once, after removing
   // the unfinished file: the previous checkpoint is kept.
   virtual bool settle(bool wait) = 0;
+  // Local: returns once the save no longer reads the engine's state (an asynchronous save
+  // copies it in the background; anything that changes the state waits for this first).
+  virtual void wait_for_snapshot() = 0;
   // Local: stops this rank's writes and leaves the file unpublished, for an engine that
   // goes away without its ranks (an agreement that timed out).
   virtual void abandon() = 0;

@@ -268,6 +268,11 @@ std::vector<ConfigKey> library_keys() {
       config_size("checkpoint.alignment", "1M", 0, int64_t{1} << 30,
                   "checkpoint datasets of 64 KiB or more start at a multiple of this in the file "
                   "(a file system's stripe or block size); 0 or 1: packed"),
+      config_choice("checkpoint.direct_io", "auto", {"auto", "off"},
+                    "auto: each rank writes the aligned part of its checkpoint blocks with "
+                    "O_DIRECT where the file system takes it, bypassing the page cache (a "
+                    "fraction of the CPU, which a background save takes from training); off: "
+                    "through the page cache"),
       config_size("memory.host.limit", "0", 0, kMaxBytes,
                   "most host memory the context's host pool may reserve; 0: the node's physical "
                   "memory"),

@@ -11,13 +11,16 @@
 //           renames PATH.tmp to PATH; a failure on any rank is reported on every rank and
 //           PATH.tmp removed, so the previous checkpoint stays.
 //
-// The engine's state is copied before start returns, so the steps that follow an
-// asynchronous save change nothing it writes. A synchronous save writes host state in
-// place where one run of it covers a block, and settles at once.
+// The engine's state is copied before it can change: by start itself for a synchronous save
+// or a device engine, else by the writer's thread before it writes, while the engine's
+// calls that change the state (the step, zrt_param_set, a load) wait for that copy. A synchronous
+// save writes host state in place where one run of it covers a block, and settles at once.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +28,7 @@
 #include <hdf5.h>
 
 #include "optim/checkpoint/block_plan.hpp"
+#include "optim/checkpoint/direct_writer.hpp"
 #include "optim/engine.hpp"
 #include "optim/pending_save.hpp"
 
@@ -39,6 +43,7 @@ class BackgroundSave : public PendingSave, public std::enable_shared_from_this<B
   ~BackgroundSave() override;
 
   bool settle(bool wait) override;
+  void wait_for_snapshot() override;
   void abandon() override;
 
   // Local: whether it has ended (published or failed), and how.
@@ -56,6 +61,13 @@ class BackgroundSave : public PendingSave, public std::enable_shared_from_this<B
     size_t begin, count;  // elements of the dataset
     const float *values;
   };
+  // A copy into staging that the writer makes before it writes anything.
+  struct Copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+  };
+  void take_snapshot();             // snapshot_'s copies, then snapshot_taken_
   void write_all(bool background);  // the writer: on the thread, or inline
   void publish();  // settle's gathering of the checksums, and rank 0's rename, agreed
   void end_with(const Error &err);  // records the failure, removes PATH.tmp
@@ -64,15 +76,23 @@ class BackgroundSave : public PendingSave, public std::enable_shared_from_this<B
   std::string pattern_, path_, tmp_;
   int keep_last_ = 0;
   int64_t step_ = 0;
-  size_t block_ = kBlockElements;   // checkpoint.block_bytes, in elements
-  int fd_ = -1;                     // PATH.tmp, this rank's; closed by the writer
-  std::vector<std::string> names_;  // datasets, in file order
-  std::vector<size_t> numel_;       // their elements
-  std::vector<uint64_t> offsets_;   // their byte offsets in PATH.tmp
-  std::vector<Write> writes_;       // this rank's
-  EngineBuffer staging_;            // the copies writes_ point into
-  std::vector<uint64_t> hashes_;    // (dataset, block, XXH3) per block written
+  size_t block_ = kBlockElements;         // checkpoint.block_bytes, in elements
+  std::unique_ptr<DirectWriter> writer_;  // PATH.tmp, this rank's; closed by the writer
+  std::vector<std::string> names_;        // datasets, in file order
+  std::vector<size_t> numel_;             // their elements
+  std::vector<uint64_t> offsets_;         // their byte offsets in PATH.tmp
+  std::vector<Write> writes_;             // this rank's
+  EngineBuffer staging_;                  // the copies writes_ point into
+  // An asynchronous save of host state copies it into staging on the writer's thread
+  // first, while the program's forward and backward run (reading the state, not changing
+  // it); the engine's calls that change the state wait for snapshot_taken_.
+  std::vector<Copy> snapshot_;
+  std::mutex snapshot_mutex_;
+  std::condition_variable snapshot_done_;
+  bool snapshot_taken_ = true;    // guarded by snapshot_mutex_
+  std::vector<uint64_t> hashes_;  // (dataset, block, XXH3) per block written
   std::thread thread_;
+  bool async_ = false;  // zrt_checkpoint_save_async: written on thread_, published in a step
   std::atomic<int> written_{0};  // 0 writing, 1 done, 2 failed
   std::atomic<bool> cancel_{false};
   std::string write_error_;  // set before written_ = 2

@@ -9,6 +9,7 @@
 #include "optim/checkpoint/block_checksums.hpp"
 #include "optim/checkpoint/block_plan.hpp"
 #include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_paths.hpp"
 #include "zerort/version.h"
 
 namespace zrt {
@@ -161,8 +162,7 @@ void CheckpointFile::close() {
   closed_ = true;
   file_.reset();
   if (!writable_) return;
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    fail(ZRT_ERR_IO, "cannot rename {} to {}: {}", tmp_, path_, std::strerror(errno));
+  checkpoint::replace_file(tmp_, path_, checkpoint::Removal::Now);
 }
 
 }  // namespace zrt

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "runtime/agree.hpp"
 #include "runtime/error.hpp"
@@ -115,25 +116,65 @@ void check_room(const std::string &tmp, uint64_t bytes) {
 }
 
 void remove_unfinished_saves(const std::string &pattern) {
-  for (const auto &[step, path] : files_of(pattern + ".tmp")) {
-    if (std::remove(path.c_str()) != 0)
-      log::warn("cannot remove {}, left by a save that did not finish: {}", path,
-                std::strerror(errno));
-    else
-      log::info("removed {}, left by a save that did not finish", path);
-  }
+  for (const char *suffix : {".tmp", ".removing"})
+    for (const auto &[step, path] : files_of(pattern + suffix)) {
+      if (std::remove(path.c_str()) != 0)
+        log::warn("cannot remove {}, left by a save that did not finish: {}", path,
+                  std::strerror(errno));
+      else
+        log::info("removed {}, left by a save that did not finish", path);
+    }
 }
 
-void prune(const std::string &pattern, int keep) {
+namespace {
+
+// Removes aside on a detached thread: nothing waits for it, and a process that ends first
+// leaves it to the next save's remove_unfinished_saves.
+void remove_later(const std::string &aside) {
+  std::thread([aside] {
+    if (std::remove(aside.c_str()) != 0)
+      log::warn("cannot remove {}: {}", aside, std::strerror(errno));
+  }).detach();
+}
+
+// Removes path (which has another name, or none, when this returns) as removal says.
+// Returns false, with errno, when it could not.
+bool remove_file(const std::string &path, Removal removal) {
+  if (removal == Removal::InBackground) {
+    const std::string aside = path + ".removing";
+    if (std::rename(path.c_str(), aside.c_str()) == 0) {
+      remove_later(aside);
+      return true;
+    }
+  }
+  return std::remove(path.c_str()) == 0;
+}
+
+}  // namespace
+
+void prune(const std::string &pattern, int keep, Removal removal) {
   if (pattern.find("{step}") == std::string::npos || keep <= 0) return;
   std::vector<std::pair<long long, std::string>> found = files_of(pattern);
   std::sort(found.begin(), found.end());
   for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
-    if (std::remove(found[i].second.c_str()) != 0)
+    if (!remove_file(found[i].second, removal))
       log::warn("keep_last: cannot remove {}: {}", found[i].second, std::strerror(errno));
     else
       log::info("keep_last: removed {}", found[i].second);
   }
+}
+
+void replace_file(const std::string &tmp, const std::string &path, Removal removal) {
+  // The previous file keeps a second name across the rename, so the rename frees nothing;
+  // that name goes afterwards. Without hard links, the rename frees it in place.
+  const std::string aside = path + ".removing";
+  const bool linked = removal == Removal::InBackground && ::link(path.c_str(), aside.c_str()) == 0;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    if (linked) std::remove(aside.c_str());
+    fail(ZRT_ERR_IO, "cannot rename {} to {}: {}", tmp, path, std::strerror(err));
+  }
+  if (linked) remove_later(aside);
 }
 
 }  // namespace zrt::checkpoint

@@ -25,10 +25,20 @@ std::string storage_diagnosis(const std::string &path);
 // Refuses (Error ZRT_ERR_IO) a save of `bytes` that the file system or ulimit -f cannot
 // hold, before anything is written.
 void check_room(const std::string &tmp, uint64_t bytes);
-// A save killed before its rename leaves PATH.tmp behind (as large as a checkpoint): the
-// next save of the same pattern removes every such file, and says so.
+// A save killed before its rename leaves PATH.tmp behind (as large as a checkpoint), and
+// one killed while an older file was being removed leaves PATH.removing: the next save of
+// the same pattern removes every such file, and says so.
 void remove_unfinished_saves(const std::string &pattern);
+
+// Freeing a large file's blocks takes the call that drops its last name a while (0.36-0.47
+// s for 1.5 GB on ext4 here), which an asynchronous save's publish would spend inside the
+// program's training step. In the background, a file to remove gets a second name first
+// (PATH.removing: a link, which frees nothing) and a detached thread removes that name.
+enum class Removal { Now, InBackground };
 // Deletes checkpoints matching pattern ("{step}" a run of digits) except the newest keep.
-void prune(const std::string &pattern, int keep);
+void prune(const std::string &pattern, int keep, Removal removal);
+// Renames tmp to path; a previous file at path is removed as `removal` says, path naming a
+// complete file throughout. Throws Error(ZRT_ERR_IO) naming both when the rename fails.
+void replace_file(const std::string &tmp, const std::string &path, Removal removal);
 
 }  // namespace zrt::checkpoint

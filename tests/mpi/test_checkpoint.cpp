@@ -1,7 +1,9 @@
 // Checkpoints: saved at every (world size, stage), loaded at every (world size, stage),
 // bitwise; resume equality in deterministic mode; damaged files; keep_last; weights-only
 // files; metadata. World sizes smaller than the job run on sub-communicators.
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -316,6 +318,147 @@ TEST(Checkpoint, AsyncSaveHoldsThePreUpdateValuesBitwise) {
     CHECK_OK(zrt_checkpoint_wait(second));
     EXPECT_EQ(read_all(async + ".1"), read_all(async + ".2"));
   }
+}
+
+// An asynchronous save of host state copies it on its own thread, while the program goes
+// on: zrt_param_set and the step right after the call wait for that copy, so the file holds
+// the values of the call's moment. The state is large enough (3 x 8 MiB a rank at np 1)
+// that the copy is still running when zrt_param_set comes.
+TEST(Checkpoint, AsyncSaveHoldsItsValuesAgainstParamSetAndTheStep) {
+  const std::string dir = shared_dir(), sync = dir + "/held_sync.h5", async = dir + "/held.h5";
+  const std::vector<std::vector<int64_t>> big = {{2048, 1024}, {33}};
+  Model m(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big, 1 << 20);
+  m.train(2, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, sync.c_str(), nullptr));
+  zrt_checkpoint_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_async(m.engine, async.c_str(), nullptr, &request));
+  const std::vector<float> other(2048 * 1024, 0.25f);
+  CHECK_OK(zrt_param_set(m.engine, m.params[0], other.data(), ZRT_DTYPE_FP32));
+  m.train(1, 2);
+  CHECK_OK(zrt_checkpoint_wait(request));
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(read_all(async), read_all(sync));
+}
+
+// Whether path is gone within ten seconds (a removal on a thread of its own).
+bool disappears(const std::string &path) {
+  for (int i = 0; i < 1000 && std::filesystem::exists(path); ++i)
+    usleep(10 * 1000);
+  return !std::filesystem::exists(path);
+}
+
+// An asynchronous save publishes inside the next step, so the files it replaces (the same
+// path, keep_last's older ones) lose their names at once and are removed on a thread of
+// their own: the step does not wait for the file system to free them. What a killed job
+// left as PATH.removing goes with the next save.
+TEST(Checkpoint, AsyncSavesRemoveTheFilesTheyReplaceInTheBackground) {
+  const std::string dir = shared_dir() + "/replace", path = dir + "/ckpt.h5";
+  if (test::rank() == 0) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(path + ".removing") << "left by a killed job";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Model m(test::size(), 2);
+  m.train(1, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+  EXPECT_FALSE(std::filesystem::exists(path + ".removing")) << "the next save removes it";
+  m.train(1, 1);
+  auto saved = m.values();
+  zrt_checkpoint_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_async(m.engine, path.c_str(), nullptr, &request));
+  m.train(1, 2);
+  CHECK_OK(zrt_checkpoint_wait(request));
+  // keep_last with "{step}": the older files go the same way.
+  zrt_checkpoint_params_t p = {};
+  p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
+  p.keep_last = 1;
+  const std::string pattern = dir + "/step_{step}.h5";
+  for (int i = 0; i < 3; ++i) {
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, pattern.c_str(), &p, &request));
+    m.train(1, 3 + i);
+    CHECK_OK(zrt_checkpoint_wait(request));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_TRUE(disappears(path + ".removing"));
+  std::vector<std::string> left;
+  for (int i = 0; i < 1000; ++i, usleep(10 * 1000)) {
+    left.clear();
+    for (auto &e : std::filesystem::directory_iterator(dir))
+      left.push_back(e.path().filename());
+    std::sort(left.begin(), left.end());
+    if (left.size() == 2) break;
+  }
+  EXPECT_EQ(left, (std::vector<std::string>{"ckpt.h5", "step_00000005.h5"}));
+  Model loaded(test::size(), 1);
+  CHECK_OK(zrt_checkpoint_load(loaded.engine, path.c_str()));
+  EXPECT_EQ(loaded.values(), saved);
+}
+
+// Whether O_DIRECT opens in dir (tmpfs before Linux 6.6 and some network mounts refuse it).
+bool direct_io_opens(const std::string &dir) {
+  const std::string probe = dir + "/direct_probe";
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_DIRECT, 0644);
+  if (fd >= 0) ::close(fd);
+  std::remove(probe.c_str());
+  return fd >= 0;
+}
+
+// The share of [offset, offset + bytes) of path that is in the page cache (mincore).
+double resident_share(const std::string &path, uint64_t offset, uint64_t bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page, length = offset + bytes - start;
+  void *map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+  ::close(fd);
+  if (map == MAP_FAILED) return -1;
+  std::vector<unsigned char> in((length + page - 1) / page);
+  ::mincore(map, length, in.data());
+  ::munmap(map, length);
+  size_t resident = 0;
+  for (unsigned char c : in)
+    resident += c & 1;
+  return static_cast<double>(resident) / static_cast<double>(in.size());
+}
+
+// checkpoint.direct_io=auto writes the aligned blocks with O_DIRECT: right after the save,
+// none of a 2 MiB dataset's pages is in the page cache, where with direct_io=off all are;
+// the two files hold the same values, and the direct one loads bitwise.
+TEST(Checkpoint, DirectWritesGoAroundThePageCacheAndWriteTheSameFile) {
+  const std::string dir = shared_dir();
+  int direct = test::rank() == 0 ? direct_io_opens(dir) : 0;
+  MPI_Bcast(&direct, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!direct) GTEST_SKIP() << dir << " does not take O_DIRECT";
+  const std::vector<std::vector<int64_t>> big = {{512, 1024}, {1000}, {3, 5}};
+  std::map<std::string, std::string> paths;
+  std::vector<std::vector<float>> saved;
+  for (const char *mode : {"auto", "off"}) {
+    SCOPED_TRACE(mode);
+    ScopedEnv env("ZRT_CHECKPOINT_DIRECT_IO", mode);
+    const std::string path = paths[mode] = fmt::format("{}/direct_{}.h5", dir, mode);
+    Model m(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big, 1 << 20);
+    m.train(2, 0);
+    CHECK_OK(zrt_checkpoint_save(m.engine, path.c_str(), nullptr));
+    saved = m.values();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::rank() == 0) {
+      hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+      hid_t d = H5Dopen2(file, "params/layer0.w", H5P_DEFAULT);
+      const uint64_t offset = H5Dget_offset(d);
+      H5Dclose(d);
+      H5Fclose(file);
+      const double share = resident_share(path, offset, 512 * 1024 * sizeof(float));
+      if (std::string(mode) == "auto")
+        EXPECT_EQ(share, 0.0) << "pages of a dataset written with O_DIRECT are cached";
+      else
+        EXPECT_EQ(share, 1.0) << "pages written through the page cache are not cached";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  EXPECT_EQ(read_all(paths["auto"]), read_all(paths["off"]));
+  Model loaded(test::size(), 3, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big);
+  CHECK_OK(zrt_checkpoint_load(loaded.engine, paths["auto"].c_str()));
+  EXPECT_EQ(loaded.values(), saved);
 }
 
 // A background write that fails is reported by the next step on every rank, before the

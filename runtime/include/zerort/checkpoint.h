@@ -14,8 +14,8 @@
  * Saves are atomic: the file is written as PATH.tmp and renamed once every rank has closed
  * and synced it, so a crash during a save leaves the previous checkpoint intact. Each rank
  * writes its own blocks with pwrite, checksummed as they go out; a load reads each byte
- * once, checking it before the engine changes. zrt_checkpoint_save_async copies the state
- * and writes in the background while training goes on.
+ * from storage once, checking it before the engine changes. zrt_checkpoint_save_async
+ * copies the state and writes in the background while training goes on.
  */
 #ifndef ZERORT_CHECKPOINT_H
 #define ZERORT_CHECKPOINT_H
@@ -54,16 +54,21 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
 typedef struct zrt_checkpoint_request *zrt_checkpoint_request_h;
 
 /**
- * @brief Start saving the engine's state to @p path and return once this rank's state is
- * copied (into pinned host memory from the engine's pool; from the device, for a device
- * engine): the file is written in the background while training continues, and the steps
- * after this call change nothing it saves. Collective, like zrt_checkpoint_save, with the
- * same arguments and the same file. One save at a time: a save or load (of any kind) waits
- * for the one before. The engine's next zrt_engine_step publishes the file once every
- * rank's writes are done; a write that failed on any rank (a full file system) makes that
- * step return ZRT_ERR_IO on every rank, naming the rank and the reason, before the step
- * changes anything (calling it again takes the step), and the previous checkpoint is kept.
- * zrt_engine_destroy and zrt_finalize wait for it. *request_p: wait for it with
+ * @brief Start saving the engine's state to @p path and return: the file is written in
+ * the background while training continues, and nothing after this call changes what it
+ * saves. The state is first copied into pinned host memory from the engine's pool: a
+ * device engine's before the call returns; a host engine's on the save's thread, while
+ * the program's forward and backward run (they read the state, they do not change it),
+ * and the calls that change it (zrt_engine_step, zrt_param_set, a save or load) wait for
+ * that copy first. Until the next zrt_engine_step returns, the program must not write
+ * parameter values through zrt_param_data's pointers (reading them, as forward does, is
+ * fine). Collective, like zrt_checkpoint_save, with the same arguments and the same file.
+ * One save at a time: a save or load (of any kind) waits for the one before. The engine's
+ * next zrt_engine_step publishes the file once every rank's writes are done; a write that
+ * failed on any rank (a full file system) makes that step return ZRT_ERR_IO on every rank,
+ * naming the rank and the reason, before the step changes anything (calling it again
+ * takes the step), and the previous checkpoint is kept. zrt_engine_destroy and
+ * zrt_finalize wait for it. *request_p: wait for it with
  * zrt_checkpoint_wait (or test it), which frees it. Not thread-safe with other calls on
  * @p engine.
  */
