@@ -4,6 +4,7 @@
 #include "comm/dtype.hpp"
 #include "optim/engine.hpp"
 #include "optim/engine_part.hpp"
+#include "optim/memory_report_fields.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/field_table.hpp"
 #include "runtime/settings_agreement.hpp"
@@ -67,47 +68,6 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
            o.comm_reduce_scatter_bytes = static_cast<int64_t>(r.comm.reduce_scatter_bytes);
            o.comm_all_gather_bytes = static_cast<int64_t>(r.comm.all_gather_bytes);
            o.comm_all_reduce_bytes = static_cast<int64_t>(r.comm.all_reduce_bytes);
-         }},
-    }};
-
-const ReportTable<zrt_memory_report_t, MemoryReport> kMemoryReport{
-    "zrt_memory_report_field",
-    "report_p",
-    {
-        {ZRT_MEMORY_REPORT_FIELD_PARAMETER_COUNT, "parameter_count",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.parameter_count = r.parameter_count;
-         }},
-        {ZRT_MEMORY_REPORT_FIELD_PARAMETERS, "parameters",
-         [](const MemoryReport &r, zrt_memory_report_t &o) { o.parameters = r.parameters; }},
-        {ZRT_MEMORY_REPORT_FIELD_GRADIENTS, "gradients",
-         [](const MemoryReport &r, zrt_memory_report_t &o) { o.gradients = r.gradients; }},
-        {ZRT_MEMORY_REPORT_FIELD_MASTER_WEIGHTS, "master_weights",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.master_weights = r.master_weights;
-         }},
-        {ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE, "optimizer_state",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.optimizer_state = r.optimizer_state;
-         }},
-        {ZRT_MEMORY_REPORT_FIELD_BUCKETS, "buckets",
-         [](const MemoryReport &r, zrt_memory_report_t &o) { o.buckets = r.buckets; }},
-        {ZRT_MEMORY_REPORT_FIELD_TOTAL, "total",
-         [](const MemoryReport &r, zrt_memory_report_t &o) { o.total = r.total(); }},
-        {ZRT_MEMORY_REPORT_FIELD_GATHER, "gather_fetches, gather_evictions",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.gather_fetches = r.gather_fetches;
-           o.gather_evictions = r.gather_evictions;
-         }},
-        {ZRT_MEMORY_REPORT_FIELD_PLACEMENT, "device_bytes, host_bytes",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.device_bytes = r.device_bytes;
-           o.host_bytes = r.host_bytes;
-         }},
-        {ZRT_MEMORY_REPORT_FIELD_SHARED, "node_shared_bytes, node_shared_ranks",
-         [](const MemoryReport &r, zrt_memory_report_t &o) {
-           o.node_shared_bytes = r.node_shared_bytes;
-           o.node_shared_ranks = r.node_shared_ranks;
          }},
     }};
 
@@ -321,7 +281,7 @@ ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t 
     Engine &e = engine_from(engine);
     require_nonnull(report_p, "report_p");
     zrt_memory_report_t out = *report_p;
-    kMemoryReport.fill(e.memory(), out);
+    memory_report_table().fill(e.memory(), out);
     *report_p = out;
     return ZRT_SUCCESS;
   });

@@ -151,11 +151,15 @@ const char *optimizer_name(zrt_optimizer_t o) {
 }
 
 EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
+  return resolve(context.config(), p);
+}
+
+EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_params_t *p) {
   std::map<std::string, std::string> set;
   NotKeys buckets;
   kTable.read(p, set, buckets);
 
-  Config c = context.config().with_params(set);
+  Config c = config.with_params(set);
   EngineSettings s;
   bool fp16 = c.get_bool("fp16.enabled"), bf16 = c.get_bool("bf16.enabled");
   if (fp16 && bf16)

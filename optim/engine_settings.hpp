@@ -40,6 +40,8 @@ struct EngineSettings {
 
   // Throws Error naming the field or key and the accepted values. Local.
   static EngineSettings resolve(const Context &context, const zrt_engine_params_t *params);
+  // The same over a configuration resolved elsewhere (a plan's, engine_plan.hpp).
+  static EngineSettings resolve(const Config &config, const zrt_engine_params_t *params);
 
   bool mixed() const { return dtype != ZRT_DTYPE_FP32; }
   bool two_moments() const { return optimizer != ZRT_OPTIMIZER_SGD; }

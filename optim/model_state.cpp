@@ -14,11 +14,34 @@ bool gathered(const StageLayout &stage) {
 
 std::vector<size_t> ModelState::shared_buffers(const StageLayout &stage, const Layout &layout,
                                                const EngineSettings &settings) {
-  const size_t esize = dtype_size(settings.dtype);
   std::vector<size_t> bytes;
-  if (gathered(stage)) bytes.push_back(StageLayout::elements(stage.params, layout) * esize);
-  bytes.push_back(StageLayout::elements(stage.grads, layout) * esize);
+  for (const Planned &b : plan(stage, layout, settings, false))
+    if (b.place == Place::Shared) bytes.push_back(b.bytes);
   return bytes;
+}
+
+std::vector<ModelState::Planned> ModelState::plan(const StageLayout &stage, const Layout &layout,
+                                                  const EngineSettings &settings, bool device) {
+  const size_t esize = dtype_size(settings.dtype);
+  const bool offload = settings.offload_optimizer, offload_device = device && offload;
+  const Place near = device ? Place::Device : Place::Host;
+  const Place state_place = offload ? Place::Pinned : near;
+  const size_t state = StageLayout::elements(stage.state, layout) * sizeof(float);
+  const size_t shard = StageLayout::elements(Extent::Shard, layout) * esize;
+  // What the collectives read in place goes to the node's shared window, where it has one.
+  const Place shared = device ? Place::Device : Place::Shared;
+  std::vector<Planned> out;
+  out.push_back({Kind::Params, gathered(stage) ? shared : near,
+                 StageLayout::elements(stage.params, layout) * esize});
+  if (settings.mixed() || offload_device) out.push_back({Kind::Master, state_place, state});
+  if (settings.has_momentum()) out.push_back({Kind::M, state_place, state});
+  if (settings.two_moments()) out.push_back({Kind::V, state_place, state});
+  // Offloaded, the reduced shard lives on the host; stages 0-1 reduce from a full device
+  // buffer first.
+  if (!offload_device || stage.grads == Extent::Full)
+    out.push_back({Kind::Grads, shared, StageLayout::elements(stage.grads, layout) * esize});
+  if (offload_device) out.push_back({Kind::HostGrads, Place::Pinned, shard});
+  return out;
 }
 
 ModelState::ModelState(EngineMemory &memory, const StageLayout &stage, const Layout &layout,
@@ -30,26 +53,32 @@ ModelState::ModelState(EngineMemory &memory, const StageLayout &stage, const Lay
   const bool device = memory.on_device(), offload = settings.offload_optimizer;
   offload_device_ = device && offload;
   separate_weights_ = mixed_ || offload_device_;
-  const Place near = device ? Place::Device : Place::Host;
-  state_place_ = offload ? Place::Pinned : near;
+  state_place_ = offload ? Place::Pinned : device ? Place::Device : Place::Host;
   // Long-lived state packs at one end of each pool; buckets and landing buffers go to the
   // other (gradient_reducer.hpp).
-  const Lifetime kLong = Lifetime::Long;
-  const size_t state = StageLayout::elements(stage.state, layout) * sizeof(float);
-  const size_t shard = StageLayout::elements(Extent::Shard, layout) * esize_;
-  // What the collectives read in place goes to the node's shared window, where it has one.
-  const Place shared = device ? Place::Device : Place::Shared;
-  params_ = EngineBuffer(memory, gathered(stage) ? shared : near,
-                         StageLayout::elements(stage.params, layout) * esize_, kLong);
-  if (separate_weights_) master_ = EngineBuffer(memory, state_place_, state, kLong);
-  if (settings.has_momentum()) m_ = EngineBuffer(memory, state_place_, state, kLong);
-  if (settings.two_moments()) v_ = EngineBuffer(memory, state_place_, state, kLong);
-  // Offloaded, the reduced shard lives on the host; stages 0-1 reduce from a full device
-  // buffer first.
-  if (!offload_device_ || stage.grads == Extent::Full)
-    grads_ =
-        EngineBuffer(memory, shared, StageLayout::elements(stage.grads, layout) * esize_, kLong);
-  if (offload_device_) host_grads_ = EngineBuffer(memory, Place::Pinned, shard, kLong);
+  for (const Planned &b : plan(stage, layout, settings, device)) {
+    EngineBuffer buffer(memory, b.place, b.bytes, Lifetime::Long);
+    switch (b.kind) {
+      case Kind::Params:
+        params_ = std::move(buffer);
+        break;
+      case Kind::Master:
+        master_ = std::move(buffer);
+        break;
+      case Kind::M:
+        m_ = std::move(buffer);
+        break;
+      case Kind::V:
+        v_ = std::move(buffer);
+        break;
+      case Kind::Grads:
+        grads_ = std::move(buffer);
+        break;
+      case Kind::HostGrads:
+        host_grads_ = std::move(buffer);
+        break;
+    }
+  }
 }
 
 OptimRange ModelState::range(const OwnedRange &o) const {

@@ -37,6 +37,17 @@ class ModelState {
   static std::vector<size_t> shared_buffers(const StageLayout &stage, const Layout &layout,
                                             const EngineSettings &settings);
 
+  // The buffers the constructor makes, by kind, with the place it asks for and their bytes:
+  // what the engine allocates and what a plan (engine_plan.hpp) counts, from one list.
+  enum class Kind { Params, Master, M, V, Grads, HostGrads };
+  struct Planned {
+    Kind kind;
+    Place place;
+    size_t bytes;
+  };
+  static std::vector<Planned> plan(const StageLayout &stage, const Layout &layout,
+                                   const EngineSettings &settings, bool device);
+
   // Compute-dtype parameters; element is an index in a buffer of the parameters' extent.
   char *params(size_t element) const { return params_.bytes() + element * esize_; }
   // Compute-dtype gradients, by index in a buffer of the gradients' extent (none on an

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <zerort/zerort.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,18 @@ inline bool all_ranks(bool ok) {
   int v = ok ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return v == 1;
+}
+
+// The ranks of this rank's node as the engine's backend sees them: faked nodes
+// (ZRT_RANKS_PER_NODE) or the real one.
+inline int node_ranks() {
+  if (const char *faked = std::getenv("ZRT_RANKS_PER_NODE")) return std::atoi(faked);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
 }
 
 // Why the context has no device memory ("" when it has: a GPU, or the emulated device).

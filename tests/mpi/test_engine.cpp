@@ -571,18 +571,6 @@ TEST(Engine, StepReportsTheCommunicationOfEachMicroStep) {
 
 namespace {
 
-// The ranks of this rank's node as the engine's backend sees them: faked nodes
-// (ZRT_RANKS_PER_NODE) or the real one.
-int node_ranks() {
-  if (const char *faked = std::getenv("ZRT_RANKS_PER_NODE")) return std::atoi(faked);
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int n = 1;
-  MPI_Comm_size(node, &n);
-  MPI_Comm_free(&node);
-  return n;
-}
-
 // The phases of shm collectives that read the peers' buffers in place ("direct_phases"
 // wherever the engine's communicator describes an shm backend).
 uint64_t direct_phases(const nlohmann::json &j) {
@@ -608,7 +596,7 @@ uint64_t direct_phases(const nlohmann::json &j) {
 TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
   const char *direct_bytes = std::getenv("ZRT_COMM_SHM_DIRECT_BYTES");
   const bool every_size = direct_bytes != nullptr && std::string(direct_bytes) == "0";
-  const int expected_ranks = node_ranks() > 1 ? node_ranks() : 0;
+  const int expected_ranks = test::node_ranks() > 1 ? test::node_ranks() : 0;
   for (zrt_dtype_t dt : {ZRT_DTYPE_FP32, ZRT_DTYPE_BF16})
     for (int stage = 0; stage <= 3; ++stage) {
       SCOPED_TRACE(fmt::format("stage {} dtype {}", stage, static_cast<int>(dt)));
@@ -737,7 +725,7 @@ TEST(Engine, SharedWindowsGoWithTheEngine) {
     return m.node_shared_ranks;
   };
   const int ranks = cycle();
-  EXPECT_EQ(ranks, node_ranks() > 1 ? node_ranks() : 0);
+  EXPECT_EQ(ranks, test::node_ranks() > 1 ? test::node_ranks() : 0);
   const size_t maps0 = mappings();
   const long shmem0 = shmem_kib();
   for (int i = 0; i < 100; ++i)

@@ -17,6 +17,7 @@
 #include "zerort/engine.h"
 #include "zerort/memory.h"
 #include "zerort/optimizer.h"
+#include "zerort/plan.h"
 #include "zerort/status.h"
 #include "zerort/version.h"
 

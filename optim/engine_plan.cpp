@@ -1,0 +1,89 @@
+#include "optim/engine_plan.hpp"
+
+#include <algorithm>
+
+#include "comm/dtype.hpp"
+#include "optim/gradient_reducer.hpp"
+#include "optim/model_state.hpp"
+
+namespace zrt {
+
+EnginePlan::EnginePlan(const EngineSettings &settings, const PlanMachine &machine)
+    : settings_(settings), machine_(machine), stage_(StageLayout::of(settings.stage)) {
+  if (machine.nranks < 1)
+    fail(ZRT_ERR_INVALID_ARGUMENT, "nranks is {}: a machine has at least one rank", machine.nranks);
+  if (machine.ranks_per_node < 1 || machine.ranks_per_node > machine.nranks)
+    fail(ZRT_ERR_INVALID_ARGUMENT, "ranks_per_node is {}: accepted values are 1 .. nranks ({})",
+         machine.ranks_per_node, machine.nranks);
+  device_ = settings.memory_space == EngineMemorySpace::Device ||
+            (settings.memory_space == EngineMemorySpace::Auto && machine.device);
+}
+
+int EnginePlan::add_param(const char *name, int ndim, const int64_t *shape) {
+  return params_.add(name, settings_.dtype, settings_.dtype, ndim, shape);
+}
+
+Layout EnginePlan::layout() const {
+  if (params_.count() == 0)
+    fail(ZRT_ERR_INVALID_STATE, "the plan has no parameters: add them before asking for memory");
+  // As Engine::commit_agreed lays the engine out.
+  const size_t es = dtype_size(settings_.dtype);
+  return Layout(params_.all(), std::max<size_t>(settings_.reduce_bucket_bytes / es, 1),
+                machine_.nranks);
+}
+
+MemoryReport EnginePlan::memory() const {
+  const Layout layout = this->layout();
+  MemoryReport r;
+  r.parameter_count = static_cast<int64_t>(layout.unpadded());
+  // Engine::share_buffers: a window where collectives read peers in place, on the host.
+  const bool window = settings_.shared_buffers && !device_ && machine_.shared_window &&
+                      machine_.ranks_per_node >= 2;
+  int64_t shared = 0;
+  for (const ModelState::Planned &b : ModelState::plan(stage_, layout, settings_, device_)) {
+    const int64_t bytes = static_cast<int64_t>(b.bytes);
+    switch (b.kind) {
+      case ModelState::Kind::Params:
+        r.parameters += bytes;
+        break;
+      case ModelState::Kind::Master:
+        r.master_weights += bytes;
+        break;
+      case ModelState::Kind::M:
+      case ModelState::Kind::V:
+        r.optimizer_state += bytes;
+        break;
+      case ModelState::Kind::Grads:
+      case ModelState::Kind::HostGrads:
+        r.gradients += bytes;
+        break;
+    }
+    (b.place == Place::Device ? r.device_bytes : r.host_bytes) += bytes;
+    if (window && b.place == Place::Shared) shared += bytes;
+  }
+  const bool to_host = device_ && settings_.offload_optimizer;
+  for (size_t b : GradientReducer::initial_buffers(layout, stage_, settings_, to_host))
+    r.buckets += static_cast<int64_t>(b);
+  (device_ ? r.device_bytes : r.host_bytes) += r.buckets;
+  if (window) shared += r.buckets;
+  r.node_shared_bytes = shared;
+  r.node_shared_ranks = window ? machine_.ranks_per_node : 0;
+  return r;
+}
+
+size_t EnginePlan::gathered_bound() const {
+  if (!stage_.gather_on_use) return 0;
+  const Layout layout = this->layout();
+  size_t largest = 0, total = 0;
+  for (const BucketInfo &b : layout.buckets())
+    if (b.group == b.index) {
+      largest = std::max(largest, b.group_length);
+      total += b.group_length;
+    }
+  // Resident groups stay while they fit max_live_elements; the one in use and the one
+  // prefetched are held whatever the bound.
+  const size_t bound = std::max(settings_.max_live_elements + largest, 2 * largest);
+  return std::min(total, bound) * dtype_size(settings_.dtype);
+}
+
+}  // namespace zrt

@@ -1,0 +1,56 @@
+// An engine planned, not made: what zrt_engine_memory would report on a rank of an engine
+// with these settings and parameters on a given machine, right after zrt_engine_commit.
+// It is computed by the code that lays an engine out (the parameter registry's checks,
+// Layout, StageLayout, ModelState::plan, GradientReducer::initial_buffers), with nothing
+// allocated and no MPI, so the figures are the engine's own, to the byte.
+//
+// Every rank of an engine holds the same bytes (the buckets are padded to whole slices),
+// so one report stands for all. Stage 3's gathered groups come and go with the program's
+// gathers and are not in a commit's report; they are planned apart, bounded by
+// max_live_elements and the largest group (gathered_bound()).
+#pragma once
+
+#include "optim/engine.hpp"
+#include "optim/param_registry.hpp"
+
+namespace zrt {
+
+struct PlanMachine {
+  int nranks = 1;          // ranks the engine spans
+  int ranks_per_node = 1;  // of them, ranks on one node
+  bool device = false;     // a GPU per rank: engine.memory_space = auto goes to it
+  // The backend maps node-shared windows (shm; hier inside a node): the engine's collective
+  // buffers go to one (engine.shared_buffers).
+  bool shared_window = true;
+};
+
+class EnginePlan {
+ public:
+  // Throws Error naming the field when the machine is not one (no ranks, more ranks per
+  // node than ranks).
+  EnginePlan(const EngineSettings &settings, const PlanMachine &machine);
+
+  // As zrt_param_register: checks the name and shape, throws Error naming them.
+  int add_param(const char *name, int ndim, const int64_t *shape);
+  int param_count() const { return params_.count(); }
+
+  // Throws Error(ZRT_ERR_INVALID_STATE) when no parameter is registered.
+  MemoryReport memory() const;
+  // Stage 3: the most gathered-parameter bytes resident at once (max_live_elements,
+  // rounded up to whole groups, and never less than the largest group and the one
+  // prefetched beside it); 0 at other stages.
+  size_t gathered_bound() const;
+  bool on_device() const { return device_; }
+  const EngineSettings &settings() const { return settings_; }
+
+ private:
+  Layout layout() const;
+
+  EngineSettings settings_;
+  PlanMachine machine_;
+  StageLayout stage_;
+  bool device_ = false;
+  ParamRegistry params_;
+};
+
+}  // namespace zrt
