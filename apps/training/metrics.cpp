@@ -60,6 +60,21 @@ std::string state_memory_breakdown(const StateMemory &m, int64_t stage0_bytes,
       format_bytes(m.buckets), format_bytes(stage0_bytes));
 }
 
+std::string optimizer_label(zrt_optimizer_t kind) {
+  switch (kind) {
+    case ZRT_OPTIMIZER_ADAMW:
+      return "AdamW";
+    case ZRT_OPTIMIZER_ADAM:
+      return "Adam";
+    case ZRT_OPTIMIZER_LAMB:
+      return "LAMB";
+    case ZRT_OPTIMIZER_SGD:
+      return "SGD";
+    default:
+      return "optimizer";
+  }
+}
+
 std::string state_memory_summary(const StateMemory &m, int64_t stage0_bytes) {
   return fmt::format("{} ({} + {} of reduction buckets; stage 0 would hold {})",
                      format_bytes(m.total()), format_bytes(m.total() - m.buckets),

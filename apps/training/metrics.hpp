@@ -15,10 +15,12 @@
 // of steps after it (trained again now) go, and each run adds its "run" and "end" records.
 #pragma once
 
+#include <zerort/zerort.h>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
 #include <string>
 #include <vector>
 
@@ -64,10 +66,12 @@ std::string format_bytes(int64_t bytes);
 ///   breakdown: "133 MiB (parameters 26.6 MiB, gradients 26.6 MiB, master weights 0 B,
 ///               AdamW 53.1 MiB, buckets 26.6 MiB); stage 0 would hold 106 MiB"
 ///   summary:   "133 MiB (106 MiB + 26.6 MiB of reduction buckets; stage 0 would hold 106 MiB)"
-/// @p optimizer_label names the optimizer state ("AdamW", "optimizer").
+/// @p optimizer_label names the optimizer state (optimizer_label()).
 std::string state_memory_breakdown(const StateMemory &m, int64_t stage0_bytes,
                                    const std::string &optimizer_label);
 std::string state_memory_summary(const StateMemory &m, int64_t stage0_bytes);
+/// "AdamW", "Adam", "LAMB", "SGD": the optimizer as the trainers' lines name its state.
+std::string optimizer_label(zrt_optimizer_t kind);
 
 /// "1:02:03", "4:05"
 std::string format_duration(double seconds);

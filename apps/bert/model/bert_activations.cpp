@@ -6,17 +6,11 @@
 namespace bert {
 
 template <class T>
-BertActivations<T>::BertActivations(const BertConfig &cfg, int max_batch, int max_seq,
-                                    int max_masked)
-    : max_batch_(max_batch),
-      max_seq_(max_seq),
-      max_masked_(max_masked < 0 ? max_batch * max_seq : max_masked),
-      layers_(static_cast<size_t>(cfg.num_layers)) {
-  const int64_t B = max_batch, Tn = max_seq, BT = B * Tn, H = cfg.hidden, I = cfg.intermediate;
+std::vector<std::pair<T **, int64_t>> BertActivations<T>::fields(const BertConfig &cfg) {
+  const int64_t B = max_batch_, Tn = max_seq_, BT = B * Tn, H = cfg.hidden, I = cfg.intermediate;
   const int64_t A = cfg.num_heads, V = cfg.vocab_size;
   const int64_t P = max_masked_;
   const int64_t heads = std::max(P, B);
-  // Two passes: count, then carve (the pointers only once storage exists).
   std::vector<std::pair<T **, int64_t>> want;
   auto add = [&](T *&p, int64_t n) { want.emplace_back(&p, n); };
   add(emb_sum, BT * H);
@@ -61,6 +55,18 @@ BertActivations<T>::BertActivations(const BertConfig &cfg, int max_batch, int ma
   add(d_qkvp, 3 * BT * H);
   add(d_head_a, heads * H);
   add(d_head_b, heads * H);
+  return want;
+}
+
+template <class T>
+BertActivations<T>::BertActivations(const BertConfig &cfg, int max_batch, int max_seq,
+                                    int max_masked)
+    : max_batch_(max_batch),
+      max_seq_(max_seq),
+      max_masked_(max_masked < 0 ? max_batch * max_seq : max_masked),
+      layers_(static_cast<size_t>(cfg.num_layers)) {
+  // Two passes: count, then carve (the pointers only once storage exists).
+  const std::vector<std::pair<T **, int64_t>> want = fields(cfg);
   int64_t total = 0;
   for (const auto &w : want)
     total += w.second;
@@ -70,6 +76,24 @@ BertActivations<T>::BertActivations(const BertConfig &cfg, int max_batch, int ma
     *w.first = next;
     next += w.second;
   }
+}
+
+template <class T>
+BertActivations<T>::BertActivations(const BertConfig &cfg, int max_batch, int max_seq,
+                                    int max_masked, CountOnly)
+    : max_batch_(max_batch),
+      max_seq_(max_seq),
+      max_masked_(max_masked < 0 ? max_batch * max_seq : max_masked),
+      layers_(static_cast<size_t>(cfg.num_layers)) {
+  for (const auto &w : fields(cfg))
+    counted_ += w.second;
+}
+
+template <class T>
+int64_t BertActivations<T>::planned_bytes(const BertConfig &cfg, int max_batch, int max_seq,
+                                          int max_masked) {
+  const BertActivations<T> counted(cfg, max_batch, max_seq, max_masked, CountOnly{});
+  return counted.counted_ * static_cast<int64_t>(sizeof(T));
 }
 
 template class BertActivations<float>;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "bert_config.hpp"
@@ -40,6 +41,10 @@ class BertActivations {
   int max_seq() const { return max_seq_; }
   int max_masked() const { return max_masked_; }
   int64_t bytes() const { return static_cast<int64_t>(storage_.size() * sizeof(T)); }
+  /// bytes() of BertActivations(config, max_batch, max_seq, max_masked), from the same list
+  /// of fields with nothing allocated (zrt-plan). Needs no Kokkos.
+  static int64_t planned_bytes(const BertConfig &config, int max_batch, int max_seq,
+                               int max_masked = -1);
   LayerActivations<T> &layer(int l) { return layers_[static_cast<size_t>(l)]; }
 
   // Embeddings.
@@ -72,9 +77,15 @@ class BertActivations {
   T *d_head_a, *d_head_b;  // (max(P, B), H) the heads' gradients
 
  private:
+  struct CountOnly {};
+  BertActivations(const BertConfig &config, int max_batch, int max_seq, int max_masked, CountOnly);
+  // Every field with its elements, in the order they are carved.
+  std::vector<std::pair<T **, int64_t>> fields(const BertConfig &config);
+
   int max_batch_, max_seq_, max_masked_;
   std::vector<LayerActivations<T>> layers_;
   Kokkos::View<T *, MemSpace> storage_;
+  int64_t counted_ = 0;
 };
 
 extern template class BertActivations<float>;

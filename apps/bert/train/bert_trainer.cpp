@@ -472,7 +472,8 @@ struct BertTrainer::Impl {
     fmt::print("model states: {}\n", state_.describe());
     const training::StateMemory mem = state_.memory();
     fmt::print("model states per rank: {}\n",
-               training::state_memory_breakdown(mem, state_.stage0_bytes(), "optimizer"));
+               training::state_memory_breakdown(mem, state_.stage0_bytes(),
+                                                training::optimizer_label(opt_.optimizer.kind)));
     std::fflush(stdout);
   }
 

@@ -62,6 +62,13 @@ class Activations {
   }
   /// Bytes of the allocation: what stays resident.
   int64_t bytes() const { return static_cast<int64_t>(storage_.size() * sizeof(T)); }
+  /// bytes() of Activations(config, max_batch, max_seq, mode), computed by the same carving
+  /// with nothing allocated (zrt-plan). Needs no Kokkos.
+  static int64_t planned_bytes(const Gpt2Config &config, int max_batch, int max_seq,
+                               ActivationMode mode);
+  /// The most the offload holds in pinned host memory (offload mode): the carved fields of
+  /// every block but the two that stay.
+  static int64_t planned_offloaded_bytes(const Gpt2Config &config, int max_batch, int max_seq);
   /// The blocks' offload (offload mode), else null.
   BlockOffload *offload() { return offload_.get(); }
   /// Held in host memory by the offload (zeros without).
@@ -84,11 +91,20 @@ class Activations {
   T *d_qkvp;  // (3, B, NH, T, hs) gradient of q, k, v by head
 
  private:
+  struct CountOnly {};
+  // Carves nothing: counted_ is what the other constructor allocates.
+  Activations(const Gpt2Config &config, int max_batch, int max_seq, ActivationMode mode, CountOnly);
+  // Hands out the fields from base (nullptr: counts only); returns the elements used.
+  size_t carve(const Gpt2Config &config, T *base);
+  // One block's fields, in elements (what an offload push moves).
+  static size_t block_elements(const Gpt2Config &config, int max_batch, int max_seq);
+
   int max_batch_, max_seq_;
   ActivationMode mode_;
   std::vector<BlockActivations<T>> blocks_;
   Kokkos::View<T *, MemSpace> storage_;
   std::unique_ptr<BlockOffload> offload_;
+  size_t counted_ = 0;
 };
 
 extern template class Activations<float>;

@@ -327,7 +327,8 @@ struct Trainer::Impl {
     fmt::print("model states: {}\n", state_.describe());
     const StateMemory mem = state_.memory();
     fmt::print("model states per rank: {}\n",
-               training::state_memory_breakdown(mem, state_.stage0_bytes(), "AdamW"));
+               training::state_memory_breakdown(mem, state_.stage0_bytes(),
+                                                training::optimizer_label(opt_.optimizer.kind)));
     std::fflush(stdout);
   }
 

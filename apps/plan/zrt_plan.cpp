@@ -1,0 +1,359 @@
+// zrt-plan: what a model needs on a machine before an allocation is spent on it. Per rank:
+// the bytes of parameters, gradients, master weights, optimizer state and buckets, from
+// zrt_plan_memory (the engine's own layout code, so they are zrt_engine_memory's figures to
+// the byte), the activations the model's program allocates (its own carving), and whether
+// that fits the memory each rank has. --sweep prints the table of stages by node counts.
+#include <fmt/format.h>
+#include <zerort/zerort.h>
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plan_model.hpp"
+#include "training/metrics.hpp"
+#include "training/model_state.hpp"
+
+namespace {
+
+struct Options {
+  std::string model = "gpt2";
+  int64_t params = 0;
+  int layers = 0, hidden = 0, heads = 0;
+  int stage = 2;
+  std::string dtype = "fp32", optimizer = "adamw";
+  double momentum = 0;
+  bool offload_optimizer = false;
+  int64_t reduce_bucket_bytes = 0;  // 0: the engine's default (or the configuration file's)
+  std::string config_file;
+  int micro_batch = 1, seq = 0;  // seq 0: the model's positions
+  int max_predictions = -1;      // BERT: masked tokens a sequence; < 0: zrt-bert's default
+  std::string activations = "keep";
+  int nodes = 1, ranks_per_node = 1;
+  bool gpus = false;
+  int64_t memory_per_rank = 0;
+  std::string backend = "auto";
+  bool json = false, sweep = false;
+};
+
+// A failure of the planner's input: printed as "zrt-plan: ...", exit status 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(zrt_status_t status) {
+  if (status != ZRT_SUCCESS) throw InputError(zrt_last_error_message());
+}
+
+zrt_dtype_t dtype_of(const std::string &name) {
+  if (name == "fp32") return ZRT_DTYPE_FP32;
+  if (name == "bf16") return ZRT_DTYPE_BF16;
+  if (name == "fp16") return ZRT_DTYPE_FP16;
+  throw InputError(fmt::format("--dtype {}: accepted values are fp32, bf16 and fp16", name));
+}
+
+zrt_optimizer_t optimizer_of(const std::string &name) {
+  if (name == "adamw") return ZRT_OPTIMIZER_ADAMW;
+  if (name == "adam") return ZRT_OPTIMIZER_ADAM;
+  if (name == "lamb") return ZRT_OPTIMIZER_LAMB;
+  if (name == "sgd") return ZRT_OPTIMIZER_SGD;
+  throw InputError(
+      fmt::format("--optimizer {}: accepted values are adamw, adam, lamb and sgd", name));
+}
+
+std::string optimizer_label(const Options &o) {
+  return training::optimizer_label(optimizer_of(o.optimizer));
+}
+
+// One rank's figures for one (stage, nodes).
+struct RankPlan {
+  int stage = 0, nodes = 1, nranks = 1;
+  zrt_memory_report_t report{};
+  int64_t gathered = 0;  // stage 3: gathered parameters held at once, at most
+  plan::ActivationBytes activations;
+  int64_t model_states() const { return report.total; }
+  // What the memory per rank must hold: where the model computes (the GPU, or the host).
+  int64_t needed(bool gpus) const {
+    const int64_t states = gpus ? report.device_bytes : report.total;
+    return states + gathered + activations.resident;
+  }
+};
+
+RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int nodes) {
+  RankPlan r;
+  r.stage = stage;
+  r.nodes = nodes;
+  if (o.ranks_per_node < 1)
+    throw InputError(
+        fmt::format("--ranks-per-node is {}: a node has at least one rank", o.ranks_per_node));
+  if (nodes < 1) throw InputError(fmt::format("--nodes is {}: at least one node", nodes));
+  r.nranks = nodes * o.ranks_per_node;
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE |
+                 ZRT_ENGINE_PARAM_FIELD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_MOMENTUM |
+                 ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+  p.stage = stage;
+  p.compute_dtype = dtype_of(o.dtype);
+  p.optimizer = optimizer_of(o.optimizer);
+  p.momentum = o.momentum;
+  p.offload_optimizer = o.offload_optimizer ? 1 : 0;
+  p.memory_space = o.gpus ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
+  if (o.reduce_bucket_bytes > 0) {
+    p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES;
+    p.reduce_bucket_bytes = o.reduce_bucket_bytes;
+  }
+  zrt_plan_params_t m = {};
+  m.field_mask = ZRT_PLAN_PARAM_FIELD_NRANKS | ZRT_PLAN_PARAM_FIELD_RANKS_PER_NODE |
+                 ZRT_PLAN_PARAM_FIELD_DEVICE | ZRT_PLAN_PARAM_FIELD_SHARED_WINDOW;
+  m.nranks = r.nranks;
+  m.ranks_per_node = o.ranks_per_node;
+  m.device = o.gpus ? 1 : 0;
+  // shm, and hier inside each node, put the engine's collective buffers in a node-shared
+  // window (auto picks one of them for host memory).
+  m.shared_window = o.backend == "auto" || o.backend == "shm" || o.backend == "hier";
+  if (!o.config_file.empty()) {
+    m.field_mask |= ZRT_PLAN_PARAM_FIELD_CONFIG_FILE;
+    m.config_file = o.config_file.c_str();
+  }
+  zrt_plan_h h = nullptr;
+  check(zrt_plan_create(&p, &m, &h));
+  try {
+    for (const nn::TensorSpec &t : model.tensors)
+      check(
+          zrt_plan_add_param(h, t.name.c_str(), static_cast<int>(t.shape.size()), t.shape.data()));
+    r.report.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
+    check(zrt_plan_memory(h, &r.report));
+    check(zrt_plan_gathered_bytes(h, &r.gathered));
+  } catch (...) {
+    zrt_plan_destroy(h);
+    throw;
+  }
+  zrt_plan_destroy(h);
+  try {
+    r.activations = model.activations(o.micro_batch, o.seq, plan::activation_mode(o.activations),
+                                      o.max_predictions);
+  } catch (const std::invalid_argument &e) {
+    throw InputError(e.what());
+  }
+  return r;
+}
+
+std::string bytes_text(int64_t bytes) {
+  return training::format_bytes(bytes);
+}
+
+nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const RankPlan &r) {
+  const zrt_memory_report_t &m = r.report;
+  nlohmann::json per_rank = {{"parameters", m.parameters},
+                             {"gradients", m.gradients},
+                             {"master_weights", m.master_weights},
+                             {"optimizer_state", m.optimizer_state},
+                             {"buckets", m.buckets},
+                             {"model_states_bytes", r.model_states()},
+                             {"gathered_parameters_bytes", r.gathered},
+                             {"activations_bytes", r.activations.resident},
+                             {"activations_offloaded_bytes", r.activations.offloaded},
+                             {"device_bytes", m.device_bytes},
+                             {"host_bytes", m.host_bytes},
+                             {"node_shared_bytes", m.node_shared_bytes},
+                             {"needed_bytes", r.needed(o.gpus)}};
+  nlohmann::json j = {{"model", model.name},
+                      {"family", model.family},
+                      {"parameters", model.parameters},
+                      {"stage", r.stage},
+                      {"dtype", o.dtype},
+                      {"optimizer", o.optimizer},
+                      {"offload_optimizer", o.offload_optimizer},
+                      {"nodes", r.nodes},
+                      {"ranks_per_node", o.ranks_per_node},
+                      {"nranks", r.nranks},
+                      {"engine_memory", o.gpus ? "device" : "host"},
+                      {"micro_batch", o.micro_batch},
+                      {"seq", o.seq},
+                      {"activations", o.activations},
+                      {"per_rank", per_rank}};
+  if (o.memory_per_rank > 0) {
+    j["memory_per_rank"] = o.memory_per_rank;
+    j["fits"] = r.needed(o.gpus) <= o.memory_per_rank;
+  }
+  return j;
+}
+
+void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r) {
+  const zrt_memory_report_t &m = r.report;
+  fmt::print(
+      "zrt-plan: {} ({:.1f}M parameters), ZeRO stage {}, {}, {}{}, {} rank(s) ({} node(s) "
+      "of {}), engine in {} memory\n",
+      model.name, static_cast<double>(model.parameters) / 1e6, r.stage, o.dtype, optimizer_label(o),
+      o.offload_optimizer ? " offloaded to the host" : "", r.nranks, r.nodes, o.ranks_per_node,
+      o.gpus ? "GPU" : "host");
+  training::StateMemory s;
+  s.parameters = m.parameters;
+  s.gradients = m.gradients;
+  s.master_weights = m.master_weights;
+  s.optimizer_state = m.optimizer_state;
+  s.buckets = m.buckets;
+  fmt::print("model states per rank: {}\n",
+             training::state_memory_breakdown(s, 16 * m.parameter_count, optimizer_label(o)));
+  if (r.gathered > 0)
+    fmt::print("gathered parameters (stage 3), at most: {}\n", bytes_text(r.gathered));
+  fmt::print("activations per rank: {} (micro-batch {} x {} tokens, {}){}\n",
+             bytes_text(r.activations.resident), o.micro_batch, o.seq, o.activations,
+             r.activations.offloaded > 0 ? fmt::format(" + {} offloaded to host memory",
+                                                       bytes_text(r.activations.offloaded))
+                                         : std::string());
+  if (o.gpus)
+    fmt::print("on the GPU: {} of model states; on the host: {}\n", bytes_text(m.device_bytes),
+               bytes_text(m.host_bytes));
+  if (m.node_shared_bytes > 0)
+    fmt::print("of which in the node-shared window ({} ranks): {}\n", m.node_shared_ranks,
+               bytes_text(m.node_shared_bytes));
+  const int64_t need = r.needed(o.gpus);
+  if (o.memory_per_rank > 0)
+    fmt::print("needs {} of the {} each rank has: {}\n", bytes_text(need),
+               bytes_text(o.memory_per_rank),
+               need <= o.memory_per_rank
+                   ? fmt::format("fits ({:.0f}%)", 100.0 * static_cast<double>(need) /
+                                                       static_cast<double>(o.memory_per_rank))
+                   : std::string("does not fit"));
+  else
+    fmt::print("needs {} per rank\n", bytes_text(need));
+}
+
+// Node counts of a sweep: powers of two up to --nodes, and --nodes itself.
+std::vector<int> sweep_nodes(int nodes) {
+  std::vector<int> out;
+  for (int n = 1; n < nodes; n *= 2)
+    out.push_back(n);
+  out.push_back(nodes);
+  return out;
+}
+
+void print_sweep(const Options &o, const plan::PlanModel &model,
+                 const std::vector<std::vector<RankPlan>> &table) {
+  const std::vector<RankPlan> &first = table.front();
+  fmt::print(
+      "zrt-plan: {} ({:.1f}M parameters), {}, {}, {} rank(s) per node, engine in {} memory; "
+      "per rank: model states + activations (micro-batch {} x {} tokens, {}){}\n",
+      model.name, static_cast<double>(model.parameters) / 1e6, o.dtype, optimizer_label(o),
+      o.ranks_per_node, o.gpus ? "GPU" : "host", o.micro_batch, o.seq, o.activations,
+      o.memory_per_rank > 0 ? fmt::format("; * does not fit {}", bytes_text(o.memory_per_rank))
+                            : std::string());
+  std::string header = fmt::format("{:>7}", "stage");
+  for (const RankPlan &r : first)
+    header += fmt::format(" {:>16}", fmt::format("{} node(s)", r.nodes));
+  fmt::print("{}\n", header);
+  for (const std::vector<RankPlan> &row : table) {
+    std::string line = fmt::format("{:>7}", row.front().stage);
+    for (const RankPlan &r : row) {
+      const int64_t need = r.needed(o.gpus);
+      const bool over = o.memory_per_rank > 0 && need > o.memory_per_rank;
+      line += fmt::format(" {:>16}", bytes_text(need) + (over ? " *" : ""));
+    }
+    fmt::print("{}\n", line);
+  }
+}
+
+int run(Options o) {
+  const plan::PlanModel model = [&] {
+    try {
+      if (o.params > 0 || o.layers > 0 || o.hidden > 0) {
+        if (o.params <= 0 || o.layers <= 0 || o.hidden <= 0)
+          throw std::invalid_argument(
+              "a model by its size needs --params, --layers and --hidden, each positive");
+        return plan::generic_model(o.params, o.layers, o.hidden,
+                                   o.heads > 0 ? o.heads : std::max(1, o.hidden / 128));
+      }
+      return plan::model_from_spec(o.model);
+    } catch (const std::invalid_argument &e) {
+      throw InputError(e.what());
+    }
+  }();
+  if (o.seq == 0) o.seq = model.max_seq;
+  std::vector<std::vector<RankPlan>> table;
+  const std::vector<int> stages =
+      o.sweep ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{o.stage};
+  const std::vector<int> nodes = o.sweep ? sweep_nodes(o.nodes) : std::vector<int>{o.nodes};
+  for (int stage : stages) {
+    table.emplace_back();
+    for (int n : nodes)
+      table.back().push_back(plan_one(o, model, stage, n));
+  }
+  if (o.json) {
+    for (const auto &row : table)
+      for (const RankPlan &r : row)
+        fmt::print("{}\n", rank_json(o, model, r).dump());
+  } else if (o.sweep) {
+    print_sweep(o, model, table);
+  } else {
+    print_one(o, model, table.front().front());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{
+      "zrt-plan: the memory a model needs per rank at each ZeRO stage on a given machine, "
+      "computed by zerort's own engine layout (zrt_plan_memory) and the apps' own activation "
+      "sizes"};
+  Options o;
+  app.add_option("--model", o.model,
+                 "gpt2, gpt2-medium, gpt2-large, gpt2-xl, dN, bert-tiny ... bert-large, or a "
+                 "JSON configuration (zrt-gpt2's, zrt-bert's or Hugging Face's config.json)")
+      ->capture_default_str();
+  app.add_option("--params", o.params, "a model by its size: parameters (with --layers, --hidden)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, int64_t>{
+          {"k", 1000}, {"m", 1000000}, {"b", 1000000000}, {"t", int64_t{1000000000000}}}));
+  app.add_option("--layers", o.layers, "transformer blocks of a model given by its size");
+  app.add_option("--hidden", o.hidden, "width of a model given by its size");
+  app.add_option("--heads", o.heads, "attention heads of a model given by its size (hidden/128)");
+  app.add_option("--stage", o.stage, "ZeRO stage")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "compute dtype: fp32, bf16, fp16")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "adamw, adam, lamb, sgd")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD's momentum (0: no state)")->capture_default_str();
+  app.add_flag("--offload-optimizer", o.offload_optimizer,
+               "ZeRO-Offload: master weights and optimizer state in pinned host memory");
+  app.add_option("--reduce-bucket-bytes", o.reduce_bucket_bytes,
+                 "the engine's bucket size (default: the engine's, or --config's)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--config", o.config_file, "the job's zerort JSON configuration");
+  app.add_option("--micro-batch", o.micro_batch, "sequences per rank and micro-step")
+      ->capture_default_str();
+  app.add_option("--seq", o.seq, "tokens per sequence (default: the model's positions)");
+  app.add_option("--max-predictions", o.max_predictions,
+                 "BERT: masked tokens per sequence at most (default: zrt-bert's, round(0.15 x "
+                 "seq))");
+  app.add_option("--activations", o.activations, "keep, recompute or offload")
+      ->capture_default_str();
+  app.add_option("--nodes", o.nodes, "nodes (the largest, with --sweep)")->capture_default_str();
+  app.add_option("--ranks-per-node", o.ranks_per_node, "ranks (GPUs) per node")
+      ->capture_default_str();
+  app.add_flag("--gpus", o.gpus, "each rank has a GPU and the engine lives on it");
+  app.add_option("--memory-per-rank", o.memory_per_rank,
+                 "memory each rank may use (a GPU's, or host memory / ranks): 141GB (10^9), "
+                 "80GiB (2^30)")
+      ->transform(CLI::AsSizeValue(true));
+  app.add_option("--backend", o.backend,
+                 "the job's comm.backend: auto, shm or hier (a node-shared window for the "
+                 "engine's buffers), mpi, ucx, nccl")
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "one JSON object per line, per plan");
+  app.add_flag("--sweep", o.sweep, "stages 0-3 by node counts 1, 2, 4, ... up to --nodes");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const InputError &e) {
+    std::fprintf(stderr, "zrt-plan: %s\n", e.what());
+    return 2;
+  } catch (const std::exception &e) {  // a file that cannot be read, say
+    std::fprintf(stderr, "zrt-plan: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""zrt-plan against the programs it plans for: zrt-gpt2 (d2, AdamW) and zrt-bert (bert-tiny,
+LAMB) train one step at np 1, 2 and 4 and ZeRO stages 0-3 (bf16 and a bucket size at one of
+them), and zrt-plan, given the same model, stage, ranks and micro-batch, must print their
+"model states per rank" line word for word and give, in --json, their metrics' model-state
+and activation bytes to the byte. Bad input ends with status 2 and a message naming the
+field.
+
+    test_zrt_plan.py BUILD_DIR DATA_CACHE
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+build, cache = sys.argv[1], sys.argv[2]
+here = os.path.dirname(os.path.abspath(__file__))
+mpirun = os.path.join(here, "..", "..", "scripts", "mpirun-local")
+plan = os.path.join(build, "apps", "zrt-plan")
+programs = {"gpt2": os.path.join(build, "apps", "zrt-gpt2"),
+            "bert": os.path.join(build, "apps", "zrt-bert")}
+env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(args, timeout=300):
+    # A sample of an untrained model is any bytes.
+    return subprocess.run(args, capture_output=True, text=True, errors="replace",
+                          timeout=timeout, env=env)
+
+
+def states_line(text):
+    m = re.search(r"^model states per rank: .*$", text, re.M)
+    return m.group(0) if m else None
+
+
+# (program, np, stage, extra training flags, the same for zrt-plan)
+cases = []
+for np in (1, 2, 4):
+    for stage in range(4):
+        cases.append(("gpt2", np, stage, [], []))
+for stage in range(4):
+    cases.append(("bert", 2, stage, [], []))
+cases += [("gpt2", 2, 1, ["--dtype", "bf16"], ["--dtype", "bf16"]),
+          ("gpt2", 4, 2, ["--bucket-mb", "1"], ["--reduce-bucket-bytes", "1MiB"]),
+          ("bert", 4, 3, ["--dtype", "bf16"], ["--dtype", "bf16"]),
+          ("bert", 1, 0, [], [])]
+
+with tempfile.TemporaryDirectory() as tmp:
+    for program, np, stage, train_flags, plan_flags in cases:
+        what = f"{program} np {np} stage {stage} {' '.join(train_flags)}".strip()
+        metrics = os.path.join(tmp, "metrics.jsonl")
+        if program == "gpt2":
+            model, shape = "d2", ["--config", "d2", "--batch", "2", "--seq", "32",
+                                  "--data", os.path.join(cache, "moby-dick")]
+            planned = ["--model", "d2", "--micro-batch", "2", "--seq", "32"]
+        else:
+            model, shape = "bert-tiny", ["--config", "bert-tiny", "--batch", "2", "--seq", "32",
+                                         "--data", os.path.join(cache, "bert", "moby-dick")]
+            planned = ["--model", "bert-tiny", "--optimizer", "lamb", "--micro-batch", "2",
+                       "--seq", "32"]
+        r = run([mpirun, str(np), programs[program]] + shape +
+                ["--steps", "1", "--eval-every", "0", "--zero-stage", str(stage),
+                 "--json-metrics", metrics] + train_flags)
+        if r.returncode != 0:
+            check(False, f"{what}: the program ran ({r.returncode}): {r.stderr[-400:]}")
+            continue
+        step = next(json.loads(line) for line in open(metrics)
+                    if json.loads(line).get("type") == "step")
+        base = planned + ["--stage", str(stage), "--ranks-per-node", str(np)] + plan_flags
+        p = run([plan] + base + ["--json"])
+        text = run([plan] + base)
+        if p.returncode != 0 or text.returncode != 0:
+            check(False, f"{what}: zrt-plan ran: {p.stderr}{text.stderr}")
+            continue
+        per_rank = json.loads(p.stdout.splitlines()[0])["per_rank"]
+        check(per_rank["model_states_bytes"] == step["mem_model_states"],
+              f"{what}: model states {per_rank['model_states_bytes']} planned, "
+              f"{step['mem_model_states']} held")
+        check(per_rank["activations_bytes"] == step["mem_activations"],
+              f"{what}: activations {per_rank['activations_bytes']} planned, "
+              f"{step['mem_activations']} allocated")
+        check(states_line(text.stdout) == states_line(r.stdout) is not None,
+              f"{what}: the same 'model states per rank' line ({states_line(r.stdout)})")
+
+    # Bad input: status 2, the field named, nothing else printed.
+    bad_gpt2 = os.path.join(tmp, "bad.json")
+    with open(bad_gpt2, "w") as f:
+        json.dump({"model_type": "gpt2", "n_layer": 2, "n_head": 5, "n_embd": 64,
+                   "vocab_size": 50257, "n_positions": 1024}, f)
+    for args, words in [
+            (["--model", bad_gpt2], "n_head = 5 does not divide n_embd = 64"),
+            (["--model", "gpt3"], "unknown model config 'gpt3'"),
+            (["--params", "8B", "--layers", "32", "--hidden", "4095", "--heads", "32"],
+             "--heads 32 does not divide --hidden 4095"),
+            (["--params", "1M", "--layers", "32", "--hidden", "4096"], "--params 1000000 is less"),
+            (["--params", "1B", "--layers", "-2", "--hidden", "64"], "each positive"),
+            (["--ranks-per-node", "0"], "--ranks-per-node is 0"),
+            (["--nodes", "0"], "--nodes is 0"),
+            (["--stage", "4"], "stage"),
+            (["--dtype", "fp8"], "--dtype fp8"),
+            (["--model", "bert-tiny", "--activations", "recompute"], "zrt-bert keeps every"),
+            (["--micro-batch", "0"], "--micro-batch is 0")]:
+        r = run([plan] + args)
+        check(r.returncode == 2 and words in r.stderr and r.stdout == "",
+              f"zrt-plan {' '.join(args)}: status 2 naming '{words}' (got {r.returncode}: "
+              f"{r.stderr.strip()})")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
