@@ -76,6 +76,7 @@ struct RankPlan {
   zrt_memory_report_t report{};
   int64_t gathered = 0;  // stage 3: gathered parameters held at once, at most
   plan::ActivationBytes activations;
+  int64_t deepspeed = -1;  // DeepSpeed's estimator's GPU bytes for the same states; -1: none
   int64_t model_states() const { return report.total; }
   // What the memory per rank must hold: where the model computes (the GPU, or the host).
   int64_t needed(bool gpus) const {
@@ -83,6 +84,22 @@ struct RankPlan {
     return states + gathered + activations.resident;
   }
 };
+
+// What DeepSpeed's estimators give per GPU for the model states of a mixed-precision Adam
+// run, for comparison: estimate_zero2_model_states_mem_needs (stages 1 and 2,
+// deepspeed/runtime/zero/stage_1_and_2.py): 4P + 16P/N, or 2P with the optimizer offloaded;
+// estimate_zero3_model_states_mem_needs (stage3.py): 4 x the largest layer's parameters +
+// 18P/N, or + 2P/N offloaded. The largest layer is taken as the largest tensor here.
+// DeepSpeed has none for stage 0.
+int64_t deepspeed_estimate(const plan::PlanModel &model, int stage, int nranks, bool offload) {
+  const int64_t p = model.parameters;
+  int64_t largest = 0;
+  for (const nn::TensorSpec &t : model.tensors)
+    largest = std::max(largest, t.numel());
+  if (stage == 1 || stage == 2) return offload ? 2 * p : 4 * p + 16 * p / nranks;
+  if (stage == 3) return 4 * largest + (offload ? 2 : 18) * p / nranks;
+  return -1;
+}
 
 RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int nodes) {
   RankPlan r;
@@ -134,6 +151,7 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
     throw;
   }
   zrt_plan_destroy(h);
+  r.deepspeed = deepspeed_estimate(model, stage, r.nranks, o.offload_optimizer);
   try {
     r.activations = model.activations(o.micro_batch, o.seq, plan::activation_mode(o.activations),
                                       o.max_predictions);
@@ -161,7 +179,9 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                              {"device_bytes", m.device_bytes},
                              {"host_bytes", m.host_bytes},
                              {"node_shared_bytes", m.node_shared_bytes},
-                             {"needed_bytes", r.needed(o.gpus)}};
+                             {"needed_bytes", r.needed(o.gpus)},
+                             {"deepspeed_estimate_bytes",
+                              r.deepspeed >= 0 ? nlohmann::json(r.deepspeed) : nlohmann::json()}};
   nlohmann::json j = {{"model", model.name},
                       {"family", model.family},
                       {"parameters", model.parameters},
@@ -207,9 +227,16 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
              r.activations.offloaded > 0 ? fmt::format(" + {} offloaded to host memory",
                                                        bytes_text(r.activations.offloaded))
                                          : std::string());
-  if (o.gpus)
+  if (o.gpus) {
     fmt::print("on the GPU: {} of model states; on the host: {}\n", bytes_text(m.device_bytes),
                bytes_text(m.host_bytes));
+    if (r.deepspeed >= 0)
+      fmt::print("DeepSpeed's estimator for the same model states: {} per GPU ({})\n",
+                 bytes_text(r.deepspeed),
+                 r.stage == 3 ? (o.offload_optimizer ? "4 x largest layer + 2P/N"
+                                                     : "4 x largest layer + 18P/N")
+                              : (o.offload_optimizer ? "2P" : "4P + 16P/N"));
+  }
   if (m.node_shared_bytes > 0)
     fmt::print("of which in the node-shared window ({} ranks): {}\n", m.node_shared_ranks,
                bytes_text(m.node_shared_bytes));
@@ -256,6 +283,23 @@ void print_sweep(const Options &o, const plan::PlanModel &model,
       line += fmt::format(" {:>16}", bytes_text(need) + (over ? " *" : ""));
     }
     fmt::print("{}\n", line);
+  }
+  if (!o.gpus) return;
+  // The model states alone, beside DeepSpeed's estimators for them (deepspeed_estimate()).
+  fmt::print(
+      "model states per GPU [DeepSpeed's estimator: stages 1-2 4P + 16P/N, stage 3 4 x "
+      "largest layer + 18P/N]\n{:>7}",
+      "stage");
+  for (const RankPlan &r : first)
+    fmt::print(" {:>22}", fmt::format("{} node(s)", r.nodes));
+  fmt::print("\n");
+  for (const std::vector<RankPlan> &row : table) {
+    fmt::print("{:>7}", row.front().stage);
+    for (const RankPlan &r : row)
+      fmt::print(" {:>22}",
+                 fmt::format("{} [{}]", bytes_text(r.report.device_bytes),
+                             r.deepspeed >= 0 ? bytes_text(r.deepspeed) : std::string("-")));
+    fmt::print("\n");
   }
 }
 
