@@ -183,7 +183,8 @@ BertConfig BertConfig::from_json_file(const std::filesystem::path &file) {
 }
 
 BertConfig BertConfig::from_name_or_file(const std::string &spec) {
-  if (spec.ends_with(".json") || std::filesystem::is_regular_file(spec)) return from_json_file(spec);
+  if (spec.ends_with(".json") || std::filesystem::is_regular_file(spec))
+    return from_json_file(spec);
   BertConfig c = preset(spec);
   c.validate();
   return c;

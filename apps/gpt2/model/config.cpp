@@ -184,7 +184,8 @@ Gpt2Config Gpt2Config::from_json_file(const std::filesystem::path &file) {
 }
 
 Gpt2Config Gpt2Config::from_name_or_file(const std::string &spec) {
-  if (spec.ends_with(".json") || std::filesystem::is_regular_file(spec)) return from_json_file(spec);
+  if (spec.ends_with(".json") || std::filesystem::is_regular_file(spec))
+    return from_json_file(spec);
   Gpt2Config c = preset(spec);
   c.validate();
   return c;
