@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "plan_model.hpp"
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"
+#include "training/plot.hpp"
 
 namespace {
 
@@ -39,6 +42,7 @@ struct Options {
   int64_t memory_per_rank = 0;
   std::string backend = "auto";
   bool json = false, sweep = false;
+  std::string plot;  // a PNG of model states per rank against ranks, every stage
 };
 
 // A failure of the planner's input: printed as "zrt-plan: ...", exit status 2.
@@ -303,6 +307,42 @@ void print_sweep(const Options &o, const plan::PlanModel &model,
   }
 }
 
+// Model states per rank against ranks, one line per stage (ZeRO's figure for this model),
+// with the numbers in PNG's .tsv beside it.
+void write_plot(const Options &o, const plan::PlanModel &model,
+                const std::vector<std::vector<RankPlan>> &table) {
+  const std::filesystem::path png = o.plot;
+  std::filesystem::path data = png;
+  data.replace_extension(".tsv");
+  {
+    std::ofstream out(data);
+    out << "# ranks\tstage0_gib\tstage1_gib\tstage2_gib\tstage3_gib\n";
+    for (size_t c = 0; c < table.front().size(); ++c) {
+      out << table.front()[c].nranks;
+      for (const std::vector<RankPlan> &row : table)
+        out << fmt::format("\t{:.6f}", static_cast<double>(row[c].model_states()) / (1 << 30));
+      out << "\n";
+    }
+    if (!out) throw InputError(fmt::format("--plot: cannot write {}", data.string()));
+  }
+  std::string plot = "plot ";
+  for (size_t s = 0; s < table.size(); ++s)
+    plot +=
+        fmt::format("{}{} using 1:{} with linespoints lw 1.5 pt 7 title 'stage {}'", s ? ", " : "",
+                    training::gnuplot_quoted(data.string()), s + 2, table[s].front().stage);
+  training::run_gnuplot(
+      fmt::format("set terminal pngcairo size 900,540 font 'sans,10'\nset output {}\n"
+                  "set title {}\nset grid\nset logscale x 2\nset xlabel 'ranks ({} per "
+                  "node)'\nset ylabel 'model states per rank (GiB)'\nset yrange [0:*]\n"
+                  "set key right center\n{}\n",
+                  training::gnuplot_quoted(png.string()),
+                  training::gnuplot_quoted(fmt::format(
+                      "{} ({:.1f}M parameters), {}, {}: model states per rank", model.name,
+                      static_cast<double>(model.parameters) / 1e6, o.dtype, optimizer_label(o))),
+                  o.ranks_per_node, plot),
+      data);
+}
+
 int run(Options o) {
   const plan::PlanModel model = [&] {
     try {
@@ -320,13 +360,20 @@ int run(Options o) {
   }();
   if (o.seq == 0) o.seq = model.max_seq;
   std::vector<std::vector<RankPlan>> table;
-  const std::vector<int> stages =
-      o.sweep ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{o.stage};
-  const std::vector<int> nodes = o.sweep ? sweep_nodes(o.nodes) : std::vector<int>{o.nodes};
+  const bool every = o.sweep || !o.plot.empty();
+  const std::vector<int> stages = every ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{o.stage};
+  const std::vector<int> nodes = every ? sweep_nodes(o.nodes) : std::vector<int>{o.nodes};
   for (int stage : stages) {
     table.emplace_back();
     for (int n : nodes)
       table.back().push_back(plan_one(o, model, stage, n));
+  }
+  if (!o.plot.empty()) {
+    write_plot(o, model, table);
+    if (!o.sweep && !o.json) {
+      fmt::print("zrt-plan: {} (and its numbers beside it)\n", o.plot);
+      return 0;
+    }
   }
   if (o.json) {
     for (const auto &row : table)
@@ -390,6 +437,9 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--json", o.json, "one JSON object per line, per plan");
   app.add_flag("--sweep", o.sweep, "stages 0-3 by node counts 1, 2, 4, ... up to --nodes");
+  app.add_option("--plot", o.plot,
+                 "draw model states per rank against ranks for stages 0-3 (node counts as "
+                 "--sweep) into this PNG, with gnuplot; the numbers go beside it (.tsv)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -12,15 +12,31 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+}  // namespace
+
 // gnuplot strings are in single quotes; a quote inside doubles.
-std::string quoted(const std::string &s) {
+std::string gnuplot_quoted(const std::string &s) {
   std::string out = "'";
   for (char c : s)
     out += c == '\'' ? std::string("''") : std::string(1, c);
   return out + "'";
 }
 
-}  // namespace
+void run_gnuplot(const std::string &script, const std::filesystem::path &data) {
+  FILE *gp = ::popen("gnuplot 2>&1", "w");
+  if (!gp) throw std::runtime_error("--plot: cannot start gnuplot");
+  std::fwrite(script.data(), 1, script.size(), gp);
+  const int status = ::pclose(gp);
+  if (status != 0) {
+    const bool missing = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+    throw std::runtime_error(
+        missing ? fmt::format("--plot: gnuplot is not installed (Debian: apt-get install "
+                              "gnuplot-nox; scripts/install-deps does); the numbers are in {}",
+                              data.string())
+                : fmt::format("--plot: gnuplot failed (status {}); the numbers are in {}", status,
+                              data.string()));
+  }
+}
 
 PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefix,
                       const std::string &title, const std::vector<StepMetrics> &steps,
@@ -54,28 +70,17 @@ PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefi
       "plot {data} using 1:7 with lines lw 1.5 title 'resident (RSS)', "
       "{data} using 1:($5+$6) with lines lw 1.5 title 'model states + activations', "
       "{data} using 1:5 with lines lw 1.5 title 'model states'\n",
-      fmt::arg("loss", quoted(files.loss_png.string())), fmt::arg("title", quoted(title)),
-      fmt::arg("data", quoted(files.data.string())),
+      fmt::arg("loss", gnuplot_quoted(files.loss_png.string())),
+      fmt::arg("title", gnuplot_quoted(title)),
+      fmt::arg("data", gnuplot_quoted(files.data.string())),
       fmt::arg("val", evals.empty() ? std::string()
                                     : fmt::format(", {} using 1:2 with linespoints lw 1.5 pt 7 "
                                                   "title 'val'",
-                                                  quoted(val_data.string()))),
-      fmt::arg("mem", quoted(files.memory_png.string())),
-      fmt::arg("memtitle", quoted(title + ": memory per rank")));
+                                                  gnuplot_quoted(val_data.string()))),
+      fmt::arg("mem", gnuplot_quoted(files.memory_png.string())),
+      fmt::arg("memtitle", gnuplot_quoted(title + ": memory per rank")));
 
-  FILE *gp = ::popen("gnuplot 2>&1", "w");
-  if (!gp) throw std::runtime_error("--plot: cannot start gnuplot");
-  std::fwrite(script.data(), 1, script.size(), gp);
-  const int status = ::pclose(gp);
-  if (status != 0) {
-    const bool missing = WIFEXITED(status) && WEXITSTATUS(status) == 127;
-    throw std::runtime_error(
-        missing ? fmt::format("--plot: gnuplot is not installed (Debian: apt-get install "
-                              "gnuplot-nox; scripts/install-deps does); the numbers are in {}",
-                              files.data.string())
-                : fmt::format("--plot: gnuplot failed (status {}); the numbers are in {}", status,
-                              files.data.string()));
-  }
+  run_gnuplot(script, files.data);
   return files;
 }
 

@@ -21,4 +21,11 @@ PlotFiles write_plots(const std::filesystem::path &dir, const std::string &prefi
                       const std::string &title, const std::vector<StepMetrics> &steps,
                       const std::vector<EvalMetrics> &evals);
 
+/// Runs gnuplot on @p script. Throws std::runtime_error if gnuplot is missing or fails,
+/// saying how to install it and that the numbers are in @p data.
+void run_gnuplot(const std::string &script, const std::filesystem::path &data);
+
+/// @p s as a gnuplot string literal.
+std::string gnuplot_quoted(const std::string &s);
+
 }  // namespace training

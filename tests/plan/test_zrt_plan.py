@@ -91,6 +91,21 @@ with tempfile.TemporaryDirectory() as tmp:
         check(states_line(text.stdout) == states_line(r.stdout) is not None,
               f"{what}: the same 'model states per rank' line ({states_line(r.stdout)})")
 
+    # --plot: a PNG, and beside it the numbers --json gives, every stage by rank count.
+    png = os.path.join(tmp, "d2.png")
+    r = run([plan, "--model", "d2", "--nodes", "4", "--ranks-per-node", "2", "--plot", png])
+    rows = [line.split() for line in open(png[:-4] + ".tsv") if not line.startswith("#")] \
+        if r.returncode == 0 else []
+    check(r.returncode == 0 and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n",
+          f"--plot: a PNG ({r.returncode} {r.stderr.strip()})")
+    check([row[0] for row in rows] == ["2", "4", "8"], "--plot: ranks 2, 4, 8 (nodes 1, 2, 4)")
+    for row in rows:
+        for stage in range(4):
+            j = json.loads(run([plan, "--model", "d2", "--stage", str(stage), "--nodes",
+                                str(int(row[0]) // 2), "--ranks-per-node", "2", "--json"]).stdout)
+            check(abs(float(row[stage + 1]) * 2**30 - j["per_rank"]["model_states_bytes"]) < 2**10,
+                  f"--plot: stage {stage} on {row[0]} ranks is --json's model states")
+
     # Bad input: status 2, the field named, nothing else printed.
     bad_gpt2 = os.path.join(tmp, "bad.json")
     with open(bad_gpt2, "w") as f:
