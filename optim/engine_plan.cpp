@@ -71,6 +71,31 @@ MemoryReport EnginePlan::memory() const {
   return r;
 }
 
+EnginePlan::Collectives EnginePlan::collectives() const {
+  const Layout layout = this->layout();
+  Collectives c;  // posted on one rank too, where the backend copies
+  const int64_t calls = static_cast<int64_t>(layout.buckets().size());
+  const int64_t bytes = static_cast<int64_t>(layout.total() * dtype_size(settings_.dtype));
+  switch (stage_.reduction) {
+    case Reduction::AllReduce:
+      c.all_reduce_calls = calls;
+      c.all_reduce_bytes = bytes;
+      break;
+    case Reduction::ReduceScatterToSlice:
+    case Reduction::ReduceScatterBuckets:
+      c.reduce_scatter_calls = calls;
+      c.reduce_scatter_bytes = bytes;
+      break;
+  }
+  if (stage_.gather_after_step || stage_.gather_on_use) {
+    const int64_t passes =
+        stage_.gather_on_use && layout.total() > settings_.max_live_elements ? 2 : 1;
+    c.all_gather_calls = passes * calls;
+    c.all_gather_bytes = passes * bytes;
+  }
+  return c;
+}
+
 size_t EnginePlan::gathered_bound() const {
   if (!stage_.gather_on_use) return 0;
   const Layout layout = this->layout();

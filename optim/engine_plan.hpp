@@ -40,6 +40,17 @@ class EnginePlan {
   // rounded up to whole groups, and never less than the largest group and the one
   // prefetched beside it); 0 at other stages.
   size_t gathered_bound() const;
+  // The collectives of one optimizer step without gradient accumulation, as the engine
+  // posts them (one per bucket) and as zrt_step_report_t counts their bytes (each bucket's
+  // whole padded length): stage 0 all-reduces the gradients; 1 and 2 reduce-scatter them
+  // and all-gather the updated parameters; 3 reduce-scatters and gathers each group for
+  // use, once if the parameters fit max_live_elements (they then stay), else again in
+  // backward.
+  struct Collectives {
+    int64_t reduce_scatter_calls = 0, all_gather_calls = 0, all_reduce_calls = 0;
+    int64_t reduce_scatter_bytes = 0, all_gather_bytes = 0, all_reduce_bytes = 0;
+  };
+  Collectives collectives() const;
   bool on_device() const { return device_; }
   const EngineSettings &settings() const { return settings_; }
 

@@ -48,6 +48,24 @@ const ParamTable<PlanParams, MachineTarget> kPlanParams{
             }},
     }};
 
+const ReportTable<zrt_plan_comm_t, EnginePlan::Collectives> kPlanComm{
+    "zrt_plan_comm_field",
+    "comm_p",
+    {
+        {ZRT_PLAN_COMM_FIELD_CALLS, "reduce_scatter_calls, all_gather_calls, all_reduce_calls",
+         [](const EnginePlan::Collectives &c, zrt_plan_comm_t &o) {
+           o.reduce_scatter_calls = c.reduce_scatter_calls;
+           o.all_gather_calls = c.all_gather_calls;
+           o.all_reduce_calls = c.all_reduce_calls;
+         }},
+        {ZRT_PLAN_COMM_FIELD_BYTES, "reduce_scatter_bytes, all_gather_bytes, all_reduce_bytes",
+         [](const EnginePlan::Collectives &c, zrt_plan_comm_t &o) {
+           o.reduce_scatter_bytes = c.reduce_scatter_bytes;
+           o.all_gather_bytes = c.all_gather_bytes;
+           o.all_reduce_bytes = c.all_reduce_bytes;
+         }},
+    }};
+
 HandleTable<EnginePlan> &plan_table() {
   static HandleTable<EnginePlan> table("plan");
   return table;
@@ -110,6 +128,17 @@ ZRT_API zrt_status_t zrt_plan_gathered_bytes(zrt_plan_h plan, int64_t *bytes_p) 
     EnginePlan &p = plan_from(plan);
     require_nonnull(bytes_p, "bytes_p");
     *bytes_p = static_cast<int64_t>(p.gathered_bound());
+    return ZRT_SUCCESS;
+  });
+}
+
+ZRT_API zrt_status_t zrt_plan_comm(zrt_plan_h plan, zrt_plan_comm_t *comm_p) {
+  return abi_call("zrt_plan_comm", [&] {
+    EnginePlan &p = plan_from(plan);
+    require_nonnull(comm_p, "comm_p");
+    zrt_plan_comm_t out = *comm_p;
+    kPlanComm.fill(p.collectives(), out);
+    *comm_p = out;
     return ZRT_SUCCESS;
   });
 }

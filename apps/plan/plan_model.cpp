@@ -37,6 +37,8 @@ PlanModel from_gpt2(const gpt2::Gpt2Config &c) {
   m.parameters = count(m.tensors);
   m.config = c.to_json();
   m.max_seq = c.max_seq_len;
+  m.layers = c.num_layers;
+  m.hidden = c.channels;
   m.carve = [c](int batch, int seq, ActivationMode mode, int) {
     ActivationBytes a;
     const gpt2::ActivationMode as =
@@ -59,6 +61,8 @@ PlanModel from_bert(const bert::BertConfig &c) {
   m.parameters = count(m.tensors);
   m.config = c.to_json();
   m.max_seq = c.max_positions;
+  m.layers = c.num_layers;
+  m.hidden = c.hidden;
   m.carve = [c](int batch, int seq, ActivationMode mode, int max_predictions) {
     if (mode != ActivationMode::keep)
       bad(fmt::format("--activations {}: zrt-bert keeps every activation (keep)",

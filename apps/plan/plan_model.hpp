@@ -30,7 +30,15 @@ struct PlanModel {
   std::vector<nn::TensorSpec> tensors;  // in registration order
   int64_t parameters = 0;               // sum of the tensors' elements
   int max_seq = 0;                      // positions the model embeds
-  nlohmann::json config;                // the model's shape, as its program prints it
+  int layers = 0, hidden = 0;           // blocks and width, for attention's FLOPs
+
+  // Forward and backward FLOPs per token at sequence length seq: 6 per parameter for the
+  // matrix products, 12 x layers x width x seq for attention (llm.c's and PaLM's count).
+  double flops_per_token(int seq) const {
+    return 6.0 * static_cast<double>(parameters) +
+           12.0 * layers * static_cast<double>(hidden) * seq;
+  }
+  nlohmann::json config;  // the model's shape, as its program prints it
 
   // The activations the model's program allocates for micro-batches of `batch` sequences
   // of `seq` tokens (the apps' own carving; a generic model is carved as GPT-2); BERT's

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "plan_model.hpp"
+#include "step_time.hpp"
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"
 #include "training/plot.hpp"
@@ -43,6 +44,12 @@ struct Options {
   std::string backend = "auto";
   bool json = false, sweep = false;
   std::string plot;  // a PNG of model states per rank against ranks, every stage
+  // The step time: a communication model and the rates of compute and optimizer.
+  std::string profile, fabric;
+  double compute_tflops = 0, optimizer_gbs = 0;
+  double overlap = -1;     // < 0: the communication model's
+  int cores_per_node = 0;  // 0: a core (or GPU) per rank
+  int accumulation = 1;
 };
 
 // A failure of the planner's input: printed as "zrt-plan: ...", exit status 2.
@@ -81,6 +88,11 @@ struct RankPlan {
   int64_t gathered = 0;  // stage 3: gathered parameters held at once, at most
   plan::ActivationBytes activations;
   int64_t deepspeed = -1;  // DeepSpeed's estimator's GPU bytes for the same states; -1: none
+  zrt_plan_comm_t comm{};
+  bool timed = false;  // a step time was asked for
+  plan::StepTime step;
+  std::string comm_source;
+  double overlap = 0;
   int64_t model_states() const { return report.total; }
   // What the memory per rank must hold: where the model computes (the GPU, or the host).
   int64_t needed(bool gpus) const {
@@ -103,6 +115,72 @@ int64_t deepspeed_estimate(const plan::PlanModel &model, int stage, int nranks, 
   if (stage == 1 || stage == 2) return offload ? 2 * p : 4 * p + 16 * p / nranks;
   if (stage == 3) return 4 * largest + (offload ? 2 : 18) * p / nranks;
   return -1;
+}
+
+// Bytes the optimizer streams per element it updates (its kernels read and write each
+// array once; mixed precision reads a 16-bit gradient and writes a 16-bit copy besides the
+// fp32 master weights): Adam(W) 28; LAMB 36 (its trust ratio reads weights and update
+// again); SGD 20 with momentum, 12 without.
+double optimizer_bytes_per_element(const Options &o) {
+  if (o.optimizer == "lamb") return 36;
+  if (o.optimizer == "sgd") return o.momentum > 0 ? 20 : 12;
+  return 28;
+}
+
+// The step time of r's plan: its collectives through the profile or fabric, compute and
+// optimizer at the given rates (shared by the ranks beyond the node's cores).
+void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
+  if (o.optimizer_gbs <= 0)
+    throw InputError(
+        "--compute-tflops asks for a step time: give --optimizer-gbs too (the "
+        "bytes per second the optimizer streams on a rank)");
+  if (o.accumulation < 1)
+    throw InputError(fmt::format("--accumulation is {}: at least 1", o.accumulation));
+  plan::CommModel comm;
+  try {
+    if (r.nranks > 1 && !o.profile.empty() && !o.fabric.empty())
+      throw InputError("--profile and --fabric both given: choose one");
+    if (r.nranks > 1 && !o.fabric.empty()) {
+      comm = plan::fabric_preset(o.fabric, r.nranks, o.ranks_per_node);
+    } else if (r.nranks > 1 && !o.profile.empty()) {
+      // The backend the engine's collectives take: with a node-shared window, shm reads the
+      // peers' buffers in place ("shm+mem" in zrt-bench comm).
+      std::string backend = o.backend == "auto" ? (r.nodes > 1 ? "hier" : "shm") : o.backend;
+      if (backend == "shm" && r.report.node_shared_ranks > 0) backend = "shm+mem";
+      comm = plan::profile_from_file(o.profile, backend, r.nranks);
+    } else if (r.nranks > 1) {
+      throw InputError(
+          "a step time on more than one rank needs --profile (zrt-bench comm "
+          "--json output) or --fabric (" +
+          fmt::format("{}", fmt::join(plan::fabric_names(), ", ")) + ")");
+    }
+  } catch (const std::invalid_argument &e) {
+    throw InputError(e.what());
+  }
+  const double share = o.cores_per_node > 0
+                           ? std::min(1.0, static_cast<double>(o.cores_per_node) /
+                                               static_cast<double>(o.ranks_per_node))
+                           : 1.0;
+  plan::StepInputs in;
+  in.flops = model.flops_per_token(o.seq) * o.micro_batch * o.seq * o.accumulation;
+  // Recompute runs each block's forward again in backward: a third more.
+  if (o.activations == "recompute") in.flops *= 4.0 / 3.0;
+  in.flops_per_second = o.compute_tflops * 1e12 * share;
+  const double elements = r.stage == 0 ? static_cast<double>(r.report.parameter_count)
+                                       : static_cast<double>(r.report.parameter_count) / r.nranks;
+  in.optimizer_bytes = elements * optimizer_bytes_per_element(o);
+  in.optimizer_bytes_per_second = o.optimizer_gbs * 1e9 * share;
+  in.comm = r.comm;
+  // Stages 2-3 reduce every micro-step; 0-1 once, at the last.
+  if (r.stage >= 2) {
+    in.comm.reduce_scatter_calls *= o.accumulation;
+    in.comm.reduce_scatter_bytes *= o.accumulation;
+  }
+  in.overlap = o.overlap >= 0 ? o.overlap : comm.overlap;
+  r.step = plan::predict_step(in, comm, r.stage == 3);
+  r.timed = true;
+  r.comm_source = r.nranks > 1 ? comm.source : "one rank: no collectives";
+  r.overlap = in.overlap;
 }
 
 RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int nodes) {
@@ -150,6 +228,8 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
     r.report.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
     check(zrt_plan_memory(h, &r.report));
     check(zrt_plan_gathered_bytes(h, &r.gathered));
+    r.comm.field_mask = ZRT_PLAN_COMM_FIELD_ALL;
+    check(zrt_plan_comm(h, &r.comm));
   } catch (...) {
     zrt_plan_destroy(h);
     throw;
@@ -162,11 +242,16 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   } catch (const std::invalid_argument &e) {
     throw InputError(e.what());
   }
+  if (o.compute_tflops > 0) time_step(o, model, r);
   return r;
 }
 
 std::string bytes_text(int64_t bytes) {
   return training::format_bytes(bytes);
+}
+
+std::string seconds_text(double s) {
+  return s >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", s * 1e3);
 }
 
 nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const RankPlan &r) {
@@ -201,6 +286,21 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                       {"seq", o.seq},
                       {"activations", o.activations},
                       {"per_rank", per_rank}};
+  j["collectives"] = {{"reduce_scatter_calls", r.comm.reduce_scatter_calls},
+                      {"reduce_scatter_bytes", r.comm.reduce_scatter_bytes},
+                      {"all_gather_calls", r.comm.all_gather_calls},
+                      {"all_gather_bytes", r.comm.all_gather_bytes},
+                      {"all_reduce_calls", r.comm.all_reduce_calls},
+                      {"all_reduce_bytes", r.comm.all_reduce_bytes}};
+  if (r.timed)
+    j["step"] = {{"seconds", r.step.total()},
+                 {"compute_seconds", r.step.compute},
+                 {"optimizer_seconds", r.step.optimizer},
+                 {"reduce_seconds", r.step.reduce},
+                 {"gather_seconds", r.step.gather},
+                 {"exposed_comm_seconds", r.step.exposed},
+                 {"overlap", r.overlap},
+                 {"comm_model", r.comm_source}};
   if (o.memory_per_rank > 0) {
     j["memory_per_rank"] = o.memory_per_rank;
     j["fits"] = r.needed(o.gpus) <= o.memory_per_rank;
@@ -244,6 +344,13 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
   if (m.node_shared_bytes > 0)
     fmt::print("of which in the node-shared window ({} ranks): {}\n", m.node_shared_ranks,
                bytes_text(m.node_shared_bytes));
+  if (r.timed)
+    fmt::print(
+        "step time per rank: {} = compute {} + optimizer {} + exposed communication {} "
+        "(reductions {}, gathers {}, {:.0f}% overlap; {})\n",
+        seconds_text(r.step.total()), seconds_text(r.step.compute), seconds_text(r.step.optimizer),
+        seconds_text(r.step.exposed), seconds_text(r.step.reduce), seconds_text(r.step.gather),
+        100 * r.overlap, r.comm_source);
   const int64_t need = r.needed(o.gpus);
   if (o.memory_per_rank > 0)
     fmt::print("needs {} of the {} each rank has: {}\n", bytes_text(need),
@@ -434,6 +541,24 @@ int main(int argc, char **argv) {
   app.add_option("--backend", o.backend,
                  "the job's comm.backend: auto, shm or hier (a node-shared window for the "
                  "engine's buffers), mpi, ucx, nccl")
+      ->capture_default_str();
+  app.add_option("--profile", o.profile,
+                 "step time: the job's collectives from zrt-bench comm --json output (its "
+                 "comm_fit lines for the backend and rank count)");
+  app.add_option("--fabric", o.fabric,
+                 "step time: the collectives from a preset fabric (" +
+                     fmt::format("{}", fmt::join(plan::fabric_names(), ", ")) + ")");
+  app.add_option("--compute-tflops", o.compute_tflops,
+                 "step time: the forward and backward rate a rank sustains, TFLOP/s");
+  app.add_option("--optimizer-gbs", o.optimizer_gbs,
+                 "step time: the bytes per second the optimizer streams on a rank, GB/s");
+  app.add_option("--overlap", o.overlap,
+                 "step time: the share of gradient reductions (and stage-3 gathers) that "
+                 "compute hides (default: 1 for the fabrics, 0 for a profile)");
+  app.add_option("--cores-per-node", o.cores_per_node,
+                 "step time: cores (or GPUs) of a node, when ranks share them (default: one a "
+                 "rank)");
+  app.add_option("--accumulation", o.accumulation, "micro-steps per optimizer step")
       ->capture_default_str();
   app.add_flag("--json", o.json, "one JSON object per line, per plan");
   app.add_flag("--sweep", o.sweep, "stages 0-3 by node counts 1, 2, 4, ... up to --nodes");

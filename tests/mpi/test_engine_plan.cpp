@@ -1,7 +1,8 @@
 // zrt_plan_memory against the engine: for every stage, compute dtype, optimizer state,
 // optimizer offload and bucket size, a plan of the engine this job makes reports exactly
 // what zrt_engine_memory reports after zrt_engine_commit, and after a training step at
-// stages 0-2 (whose buffers stay as they are). Runs wherever the mpi suites run: every np,
+// stages 0-2 (whose buffers stay as they are); zrt_plan_comm gives the collectives and
+// bytes the step report counts for that step. Runs wherever the mpi suites run: every np,
 // backend, faked node and the emulated device.
 #include <cstdlib>
 #include <string>
@@ -107,18 +108,28 @@ void check_plan(const PlanCase &c) {
   CHECK_OK(zrt_plan_memory(plan, &planned));
   expect_same_report(planned, committed, "after commit on backend " + backend);
 
+  // A step, gradients made ready in backward's order, the reverse of registration: the
+  // order the buckets are formed in, so no bucket buffer beyond the planned ones is needed.
+  for (auto it = handles.rbegin(); it != handles.rend(); ++it) {
+    zrt_param_h h = *it;
+    void *g = nullptr;
+    CHECK_OK(zrt_param_gather(engine, h));
+    CHECK_OK(zrt_grad_data(engine, h, &g));
+    CHECK_OK(zrt_grad_ready(engine, h));
+    CHECK_OK(zrt_param_release(engine, h));
+  }
+  zrt_step_report_t report{};
+  report.field_mask = ZRT_STEP_REPORT_FIELD_COMMUNICATION;
+  CHECK_OK(zrt_engine_step(engine, &report));
+  zrt_plan_comm_t comm{};
+  comm.field_mask = ZRT_PLAN_COMM_FIELD_ALL;
+  CHECK_OK(zrt_plan_comm(plan, &comm));
+  EXPECT_EQ(comm.reduce_scatter_bytes, report.comm_reduce_scatter_bytes);
+  EXPECT_EQ(comm.all_gather_bytes, report.comm_all_gather_bytes);
+  EXPECT_EQ(comm.all_reduce_bytes, report.comm_all_reduce_bytes);
+  EXPECT_EQ(comm.reduce_scatter_calls + comm.all_gather_calls + comm.all_reduce_calls,
+            report.comm_collectives);
   if (c.stage < 3) {  // stage 3's gathers add groups that come and go
-    // Backward's order, the reverse of registration: the order the buckets are formed in,
-    // so no bucket buffer beyond the planned ones is needed.
-    for (auto it = handles.rbegin(); it != handles.rend(); ++it) {
-      zrt_param_h h = *it;
-      void *g = nullptr;
-      CHECK_OK(zrt_param_gather(engine, h));
-      CHECK_OK(zrt_grad_data(engine, h, &g));
-      CHECK_OK(zrt_grad_ready(engine, h));
-      CHECK_OK(zrt_param_release(engine, h));
-    }
-    CHECK_OK(zrt_engine_step(engine, nullptr));
     zrt_memory_report_t stepped{};
     stepped.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
     CHECK_OK(zrt_engine_memory(engine, &stepped));

@@ -60,6 +60,7 @@ with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "metrics.jsonl")
         if program == "gpt2":
             model, shape = "d2", ["--config", "d2", "--batch", "2", "--seq", "32",
+                                  "--sample-every", "-1",
                                   "--data", os.path.join(cache, "moby-dick")]
             planned = ["--model", "d2", "--micro-batch", "2", "--seq", "32"]
         else:
@@ -106,6 +107,35 @@ with tempfile.TemporaryDirectory() as tmp:
             check(abs(float(row[stage + 1]) * 2**30 - j["per_rank"]["model_states_bytes"]) < 2**10,
                   f"--plot: stage {stage} on {row[0]} ranks is --json's model states")
 
+    # The step time: the plan's collectives through a profile's fits, t = calls x alpha +
+    # beta x bytes, compute and optimizer at the rates given; nothing hidden with a profile.
+    profile = os.path.join(tmp, "profile.jsonl")
+    with open(profile, "w") as f:
+        for op, alpha_us, beta in [("reduce_scatter", 20.0, 0.5), ("all_gather_in_place", 10.0, 0.25),
+                                   ("all_reduce", 30.0, 1.0)]:
+            f.write(json.dumps({"bench": "comm_fit", "op": op, "backend": "shm+mem", "np": 4,
+                                "sound": True, "alpha_us": alpha_us, "beta_ns_per_byte": beta}) + "\n")
+        f.write(json.dumps({"bench": "comm_fit", "op": "reduce_scatter", "backend": "mpi", "np": 4,
+                            "sound": False, "problem": "one message size only", "alpha_us": None,
+                            "beta_ns_per_byte": None}) + "\n")
+    timed = ["--model", "d2", "--ranks-per-node", "4", "--micro-batch", "2", "--seq", "32",
+             "--profile", profile, "--compute-tflops", "0.05", "--optimizer-gbs", "10", "--json"]
+    for stage in range(4):
+        j = json.loads(run([plan, "--stage", str(stage)] + timed).stdout)
+        c, st = j["collectives"], j["step"]
+        reduce_s = (c["reduce_scatter_calls"] * 20e-6 + 0.5e-9 * c["reduce_scatter_bytes"] +
+                    c["all_reduce_calls"] * 30e-6 + 1e-9 * c["all_reduce_bytes"])
+        gather_s = c["all_gather_calls"] * 10e-6 + 0.25e-9 * c["all_gather_bytes"]
+        flops = (6 * j["parameters"] + 12 * 2 * 128 * 32) * 2 * 32
+        elements = j["parameters"] if stage == 0 else j["parameters"] / 4
+        check(abs(st["reduce_seconds"] - reduce_s) < 1e-9 and abs(st["gather_seconds"] - gather_s) < 1e-9
+              and abs(st["exposed_comm_seconds"] - reduce_s - gather_s) < 1e-9
+              and abs(st["compute_seconds"] - flops / 0.05e12) < 1e-9
+              and abs(st["optimizer_seconds"] - elements * 28 / 10e9) < 1e-9
+              and abs(st["seconds"] - st["compute_seconds"] - st["optimizer_seconds"] - reduce_s - gather_s) < 1e-9,
+              f"stage {stage}: the step time is the profile's fits over the plan's collectives "
+              f"({st['seconds'] * 1e3:.1f} ms)")
+
     # Bad input: status 2, the field named, nothing else printed.
     bad_gpt2 = os.path.join(tmp, "bad.json")
     with open(bad_gpt2, "w") as f:
@@ -123,7 +153,18 @@ with tempfile.TemporaryDirectory() as tmp:
             (["--stage", "4"], "stage"),
             (["--dtype", "fp8"], "--dtype fp8"),
             (["--model", "bert-tiny", "--activations", "recompute"], "zrt-bert keeps every"),
-            (["--micro-batch", "0"], "--micro-batch is 0")]:
+            (["--micro-batch", "0"], "--micro-batch is 0"),
+            (["--ranks-per-node", "4", "--compute-tflops", "1"], "give --optimizer-gbs"),
+            (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1"],
+             "needs --profile"),
+            (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1", "--fabric",
+              "ethernet"], "the presets are nvlink4-ib400"),
+            (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1", "--profile",
+              bad_gpt2], "not zrt-bench comm --json output"),
+            (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1", "--backend",
+              "mpi", "--profile", profile], "reduce_scatter on mpi at np 4 is not sound (one message"),
+            (["--ranks-per-node", "8", "--compute-tflops", "1", "--optimizer-gbs", "1", "--profile",
+              profile], "no fit of reduce_scatter on shm+mem at np 8 (it has")]:
         r = run([plan] + args)
         check(r.returncode == 2 and words in r.stderr and r.stdout == "",
               f"zrt-plan {' '.join(args)}: status 2 naming '{words}' (got {r.returncode}: "

@@ -87,6 +87,37 @@ ZRT_API zrt_status_t zrt_plan_memory(zrt_plan_h plan, zrt_memory_report_t *repor
  */
 ZRT_API zrt_status_t zrt_plan_gathered_bytes(zrt_plan_h plan, int64_t *bytes_p);
 
+/** @brief Which fields of zrt_plan_comm_t to fill. */
+enum zrt_plan_comm_field {
+  ZRT_PLAN_COMM_FIELD_CALLS =
+      1u << 0, /**< reduce_scatter_calls, all_gather_calls, all_reduce_calls */
+  ZRT_PLAN_COMM_FIELD_BYTES =
+      1u << 1, /**< reduce_scatter_bytes, all_gather_bytes, all_reduce_bytes */
+  ZRT_PLAN_COMM_FIELD_ALL = (1u << 2) - 1
+};
+
+/** @brief The collectives of one optimizer step (one micro-step), by kind. */
+typedef struct zrt_plan_comm {
+  uint64_t field_mask;          /**< set by the caller: the fields to fill */
+  int64_t reduce_scatter_calls; /**< collectives posted: one per bucket and pass */
+  int64_t all_gather_calls;
+  int64_t all_reduce_calls;
+  int64_t reduce_scatter_bytes; /**< bytes as zrt_step_report_t's comm_*_bytes count them:
+                                     each bucket's whole padded length */
+  int64_t all_gather_bytes;
+  int64_t all_reduce_bytes;
+} zrt_plan_comm_t;
+
+/**
+ * @brief The collectives a rank of the planned engine posts in one optimizer step without
+ * gradient accumulation: stage 0 all-reduces the gradients; stages 1 and 2 reduce-scatter
+ * them and all-gather the updated parameters; stage 3 reduce-scatters them and gathers
+ * each group for use, once while the parameters fit max_live_parameters, else again in
+ * backward (on one rank too, where they are copies). Local. Not thread-safe with other calls
+ * on @p plan.
+ */
+ZRT_API zrt_status_t zrt_plan_comm(zrt_plan_h plan, zrt_plan_comm_t *comm_p);
+
 ZRT_END_DECLS
 
 #endif /* ZERORT_PLAN_H */
