@@ -395,6 +395,19 @@ void print_sweep(const Options &o, const plan::PlanModel &model,
     }
     fmt::print("{}\n", line);
   }
+  if (first.front().timed) {
+    fmt::print("step time per rank (compute + optimizer + exposed communication; {})\n{:>7}",
+               first.back().comm_source, "stage");
+    for (const RankPlan &r : first)
+      fmt::print(" {:>16}", fmt::format("{} node(s)", r.nodes));
+    fmt::print("\n");
+    for (const std::vector<RankPlan> &row : table) {
+      fmt::print("{:>7}", row.front().stage);
+      for (const RankPlan &r : row)
+        fmt::print(" {:>16}", seconds_text(r.step.total()));
+      fmt::print("\n");
+    }
+  }
   if (!o.gpus) return;
   // The model states alone, beside DeepSpeed's estimators for them (deepspeed_estimate()).
   fmt::print(
