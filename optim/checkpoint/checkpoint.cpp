@@ -117,6 +117,22 @@ std::map<int, std::vector<std::pair<size_t, size_t>>> held_intervals(const Engin
   return out;
 }
 
+// The blocks [first, last) that the runs of one parameter touch, each once: runs that do
+// not touch can share a block (at stage 3 with small buckets a rank holds thousands of runs
+// of one parameter, and hashing their shared blocks again for each took seconds).
+std::vector<std::pair<size_t, size_t>> blocks_of(const std::vector<std::pair<size_t, size_t>> &runs,
+                                                 size_t block) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto &[begin, count] : runs) {  // sorted by begin (held_intervals)
+    const size_t first = first_block(begin, block), last = end_block(begin, count, block);
+    if (!out.empty() && first <= out.back().second)
+      out.back().second = std::max(out.back().second, last);
+    else
+      out.emplace_back(first, last);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string expand_path(const std::string &pattern, int64_t step) {
@@ -297,9 +313,8 @@ void load(Engine &e, const std::string &path) {
   for (const auto &[p, intervals] : held)
     for (const Source &src : sources[static_cast<size_t>(p)])
       if (src.contiguous)
-        for (const auto &[begin, count] : intervals) {
-          const size_t first = first_block(begin, src.block) * src.block,
-                       end = std::min(end_block(begin, count, src.block) * src.block, src.numel);
+        for (const auto &[first_b, last_b] : blocks_of(intervals, src.block)) {
+          const size_t first = first_b * src.block, end = std::min(last_b * src.block, src.numel);
           map->will_need(src.offset + first * sizeof(float), (end - first) * sizeof(float));
         }
   run_agreed(comm, [&] {
@@ -308,9 +323,7 @@ void load(Engine &e, const std::string &path) {
         const float *values = src.contiguous
                                   ? reinterpret_cast<const float *>(map->data() + src.offset)
                                   : src.values.data();
-        for (const auto &[begin, count] : intervals) {
-          const size_t first = first_block(begin, src.block),
-                       last = end_block(begin, count, src.block);
+        for (const auto &[first, last] : blocks_of(intervals, src.block)) {
           if (src.contiguous) prefault(*map, src, first, last);
           for (size_t b = first; b < last; ++b) {
             const size_t at = b * src.block, n = std::min(src.block, src.numel - at);
