@@ -99,16 +99,31 @@ EnginePlan::Collectives EnginePlan::collectives() const {
 size_t EnginePlan::gathered_bound() const {
   if (!stage_.gather_on_use) return 0;
   const Layout layout = this->layout();
-  size_t largest = 0, total = 0;
+  const size_t es = dtype_size(settings_.dtype);
+  // As ParamGatherer::fetch sizes a group's buffer: its group, and never less than the
+  // largest single-bucket group, so that freed buffers serve any later group.
+  const size_t floor = layout.max_single_group();
+  std::vector<size_t> lengths;
+  size_t largest = 0, all = 0;
   for (const BucketInfo &b : layout.buckets())
     if (b.group == b.index) {
-      largest = std::max(largest, b.group_length);
-      total += b.group_length;
+      lengths.push_back(b.group_length);
+      largest = std::max(largest, std::max(b.group_length, floor));
+      all += std::max(b.group_length, floor);
     }
-  // Resident groups stay while they fit max_live_elements; the one in use and the one
-  // prefetched are held whatever the bound.
-  const size_t bound = std::max(settings_.max_live_elements + largest, 2 * largest);
-  return std::min(total, bound) * dtype_size(settings_.dtype);
+  // Resident groups stay within max_live_elements, counted by their lengths, plus the one
+  // in use and the one prefetched; the most bytes such a set holds takes the shortest
+  // groups first (each costs at least the floor). Two freed buffers wait as spares.
+  std::sort(lengths.begin(), lengths.end());
+  const size_t limit = settings_.max_live_elements + 2 * layout.max_single_group() +
+                       std::max(layout.max_split_group(), layout.max_single_group());
+  size_t elements = 0, resident = 0;
+  for (size_t len : lengths) {
+    if (elements + len > limit) break;
+    elements += len;
+    resident += std::max(len, floor);
+  }
+  return (std::min(all, resident) + 2 * largest) * es;
 }
 
 }  // namespace zrt

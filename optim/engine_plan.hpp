@@ -7,7 +7,7 @@
 // Every rank of an engine holds the same bytes (the buckets are padded to whole slices),
 // so one report stands for all. Stage 3's gathered groups come and go with the program's
 // gathers and are not in a commit's report; they are planned apart, bounded by
-// max_live_elements and the largest group (gathered_bound()).
+// max_live_elements and the gatherer's buffer sizes (gathered_bound()).
 #pragma once
 
 #include "optim/engine.hpp"
@@ -36,9 +36,10 @@ class EnginePlan {
 
   // Throws Error(ZRT_ERR_INVALID_STATE) when no parameter is registered.
   MemoryReport memory() const;
-  // Stage 3: the most gathered-parameter bytes resident at once (max_live_elements,
-  // rounded up to whole groups, and never less than the largest group and the one
-  // prefetched beside it); 0 at other stages.
+  // Stage 3: the most bytes of gathered-parameter buffers a rank holds at once while the
+  // program holds a group or two gathered at a time (the groups max_live_elements keeps,
+  // the one in use and the one prefetched, each buffer at least the largest single-bucket
+  // group's, and the two spares the gatherer keeps); 0 at other stages.
   size_t gathered_bound() const;
   // The collectives of one optimizer step without gradient accumulation, as the engine
   // posts them (one per bucket) and as zrt_step_report_t counts their bytes (each bucket's

@@ -65,7 +65,8 @@ CommModel fabric_preset(const std::string &name, int nranks, int ranks_per_node)
   bad(fmt::format("--fabric {}: the presets are {}", name, fmt::join(fabric_names(), ", ")));
 }
 
-CommModel profile_from_file(const std::string &path, const std::string &backend, int np) {
+CommModel profile_from_file(const std::string &path, const std::string &backend, int np,
+                            const std::string &dtype) {
   std::ifstream in(path);
   if (!in) bad(fmt::format("--profile {}: cannot read the file", path));
   std::map<std::string, Fit> fits;
@@ -80,9 +81,10 @@ CommModel profile_from_file(const std::string &path, const std::string &backend,
     if (j.value("bench", std::string()) != "comm_fit") continue;
     ++fit_lines;
     const std::string b = j.value("backend", std::string()), op = j.value("op", std::string());
+    const std::string d = j.value("dtype", std::string("fp32"));
     const int n = j.value("np", 0);
-    seen.push_back(fmt::format("{}@{}", b, n));
-    if (b != backend || n != np) continue;
+    seen.push_back(fmt::format("{} {}@{}", d, b, n));
+    if (b != backend || n != np || d != dtype) continue;
     if (!j.value("sound", false)) {
       unsound[op] = j.value("problem", std::string("marked unsound"));
       continue;
@@ -97,7 +99,7 @@ CommModel profile_from_file(const std::string &path, const std::string &backend,
   if (fit_lines == 0)
     bad(fmt::format("--profile {}: no comm_fit line: not zrt-bench comm --json output", path));
   CommModel m;
-  m.source = fmt::format("{} ({} at np {})", path, backend, np);
+  m.source = fmt::format("{} ({} {} at np {})", path, dtype, backend, np);
   const std::pair<const char *, Fit *> wanted[] = {{"reduce_scatter", &m.reduce_scatter},
                                                    {"all_gather_in_place", &m.all_gather},
                                                    {"all_reduce", &m.all_reduce}};
@@ -110,16 +112,16 @@ CommModel profile_from_file(const std::string &path, const std::string &backend,
     seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
     if (unsound.count(op))
       bad(
-          fmt::format("--profile {}: the fit of {} on {} at np {} is not sound ({}): measure "
-                      "more sizes (zrt-bench comm --min-bytes, --max-bytes)",
-                      path, op, backend, np, unsound[op]));
-    bad(fmt::format("--profile {}: no fit of {} on {} at np {} (it has {})", path, op, backend, np,
-                    fmt::join(seen, ", ")));
+          fmt::format("--profile {}: the fit of {} on {} at np {} in {} is not sound ({}): "
+                      "measure more sizes (zrt-bench comm --min-bytes, --max-bytes)",
+                      path, op, backend, np, dtype, unsound[op]));
+    bad(fmt::format("--profile {}: no fit of {} on {} at np {} in {} (it has {})", path, op,
+                    backend, np, dtype, fmt::join(seen, ", ")));
   }
   return m;
 }
 
-StepTime predict_step(const StepInputs &in, const CommModel &comm, bool gathers_hide) {
+StepTime predict_step(const StepInputs &in, const CommModel &comm) {
   StepTime t;
   t.compute = in.flops / in.flops_per_second;
   t.optimizer = in.optimizer_bytes / in.optimizer_bytes_per_second;
@@ -127,11 +129,10 @@ StepTime predict_step(const StepInputs &in, const CommModel &comm, bool gathers_
   t.reduce = comm.reduce_scatter.seconds(c.reduce_scatter_calls, c.reduce_scatter_bytes) +
              comm.all_reduce.seconds(c.all_reduce_calls, c.all_reduce_bytes);
   t.gather = comm.all_gather.seconds(c.all_gather_calls, c.all_gather_bytes);
-  // Reductions hide behind backward (two thirds of the compute), stage 3's gathers behind
-  // forward (one third), each at most by the share the fabric lets overlap.
+  // Each hides behind its window of compute, at most by the share the fabric lets overlap.
   const double share = std::clamp(in.overlap, 0.0, 1.0);
-  const double reduce_hidden = std::min(t.reduce * share, t.compute * 2 / 3);
-  const double gather_hidden = gathers_hide ? std::min(t.gather * share, t.compute / 3) : 0;
+  const double reduce_hidden = std::min(t.reduce * share, t.compute * in.reduce_window);
+  const double gather_hidden = std::min(t.gather * share, t.compute * in.gather_window);
   t.exposed = t.reduce - reduce_hidden + t.gather - gather_hidden;
   return t;
 }

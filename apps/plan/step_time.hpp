@@ -37,11 +37,13 @@ struct CommModel {
 };
 
 // The comm_fit lines of `zrt-bench comm --json` for `backend` (zerort's backend name, as
-// the bench prints it) at `np` ranks: reduce_scatter, all_gather_in_place (the engine's
-// form) and all_reduce. Throws std::invalid_argument naming the file and what is missing:
+// the bench prints it) at `np` ranks in `dtype` (the job's compute dtype, which its
+// collectives move): reduce_scatter, all_gather_in_place (the engine's form) and
+// all_reduce. Throws std::invalid_argument naming the file and what is missing:
 // not zrt-bench output, no fit for that backend and rank count, or a fit the bench marked
 // unsound (with its reason).
-CommModel profile_from_file(const std::string &path, const std::string &backend, int np);
+CommModel profile_from_file(const std::string &path, const std::string &backend, int np,
+                            const std::string &dtype);
 
 // A named fabric for GPU nodes (README, "Planning a job", gives the sources): its bus
 // bandwidth inside a node and between nodes, and a latency per call. Throws
@@ -56,6 +58,11 @@ struct StepInputs {
   double optimizer_bytes_per_second = 0;
   zrt_plan_comm_t comm{};
   double overlap = 0;
+  // The compute the collectives can hide behind, as shares of `flops`' time: the backward
+  // passes during which reductions run (all of them at stages 2-3, the last micro-step's at
+  // 0-1), and the forward during which stage 3 gathers (the first micro-step's: the groups
+  // then stay); 0 where nothing overlaps.
+  double reduce_window = 0, gather_window = 0;
 };
 
 struct StepTime {
@@ -65,6 +72,6 @@ struct StepTime {
   double total() const { return compute + optimizer + exposed; }
 };
 
-StepTime predict_step(const StepInputs &in, const CommModel &comm, bool gathers_hide);
+StepTime predict_step(const StepInputs &in, const CommModel &comm);
 
 }  // namespace plan

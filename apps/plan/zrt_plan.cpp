@@ -107,7 +107,10 @@ struct RankPlan {
 // estimate_zero3_model_states_mem_needs (stage3.py): 4 x the largest layer's parameters +
 // 18P/N, or + 2P/N offloaded. The largest layer is taken as the largest tensor here.
 // DeepSpeed has none for stage 0.
-int64_t deepspeed_estimate(const plan::PlanModel &model, int stage, int nranks, bool offload) {
+int64_t deepspeed_estimate(const Options &o, const plan::PlanModel &model, int stage, int nranks) {
+  // Its estimators count fp16 or bf16 parameters and gradients with Adam's fp32 state.
+  if (o.dtype == "fp32" || o.optimizer == "sgd") return -1;
+  const bool offload = o.offload_optimizer;
   const int64_t p = model.parameters;
   int64_t largest = 0;
   for (const nn::TensorSpec &t : model.tensors)
@@ -134,12 +137,8 @@ void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
     throw InputError(
         "--compute-tflops asks for a step time: give --optimizer-gbs too (the "
         "bytes per second the optimizer streams on a rank)");
-  if (o.accumulation < 1)
-    throw InputError(fmt::format("--accumulation is {}: at least 1", o.accumulation));
   plan::CommModel comm;
   try {
-    if (r.nranks > 1 && !o.profile.empty() && !o.fabric.empty())
-      throw InputError("--profile and --fabric both given: choose one");
     if (r.nranks > 1 && !o.fabric.empty()) {
       comm = plan::fabric_preset(o.fabric, r.nranks, o.ranks_per_node);
     } else if (r.nranks > 1 && !o.profile.empty()) {
@@ -147,7 +146,7 @@ void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
       // peers' buffers in place ("shm+mem" in zrt-bench comm).
       std::string backend = o.backend == "auto" ? (r.nodes > 1 ? "hier" : "shm") : o.backend;
       if (backend == "shm" && r.report.node_shared_ranks > 0) backend = "shm+mem";
-      comm = plan::profile_from_file(o.profile, backend, r.nranks);
+      comm = plan::profile_from_file(o.profile, backend, r.nranks, o.dtype);
     } else if (r.nranks > 1) {
       throw InputError(
           "a step time on more than one rank needs --profile (zrt-bench comm "
@@ -177,7 +176,12 @@ void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
     in.comm.reduce_scatter_bytes *= o.accumulation;
   }
   in.overlap = o.overlap >= 0 ? o.overlap : comm.overlap;
-  r.step = plan::predict_step(in, comm, r.stage == 3);
+  // Backward is two thirds of the compute and forward one; stages 0-1 reduce in the last
+  // micro-step's backward only, and stage 3 gathers in the first micro-step's forward.
+  const double per_micro = 1.0 / o.accumulation;
+  in.reduce_window = r.stage <= 1 ? 2.0 / 3.0 * per_micro : 2.0 / 3.0;
+  in.gather_window = r.stage == 3 ? 1.0 / 3.0 * per_micro : 0.0;
+  r.step = plan::predict_step(in, comm);
   r.timed = true;
   r.comm_source = r.nranks > 1 ? comm.source : "one rank: no collectives";
   r.overlap = in.overlap;
@@ -202,6 +206,11 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   p.momentum = o.momentum;
   p.offload_optimizer = o.offload_optimizer ? 1 : 0;
   p.memory_space = o.gpus ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
+  // Accumulation adds landing slices at stages 2-3.
+  if (o.accumulation < 1)
+    throw InputError(fmt::format("--accumulation is {}: at least 1", o.accumulation));
+  p.field_mask |= ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS;
+  p.gradient_accumulation_steps = o.accumulation;
   if (o.reduce_bucket_bytes > 0) {
     p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES;
     p.reduce_bucket_bytes = o.reduce_bucket_bytes;
@@ -235,7 +244,7 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
     throw;
   }
   zrt_plan_destroy(h);
-  r.deepspeed = deepspeed_estimate(model, stage, r.nranks, o.offload_optimizer);
+  r.deepspeed = deepspeed_estimate(o, model, stage, r.nranks);
   try {
     r.activations = model.activations(o.micro_batch, o.seq, plan::activation_mode(o.activations),
                                       o.max_predictions);
@@ -244,6 +253,15 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   }
   if (o.compute_tflops > 0) time_step(o, model, r);
   return r;
+}
+
+// What stage 0 holds of parameters, gradients, master weights and moments (no buckets), the
+// figure the apps' line compares with: 16 bytes a parameter for Adam and LAMB in any dtype,
+// as the apps print it.
+int64_t stage0_bytes(const Options &o, int64_t parameters) {
+  const int64_t es = o.dtype == "fp32" ? 4 : 2;
+  const int64_t moments = o.optimizer == "sgd" ? (o.momentum > 0 ? 1 : 0) : 2;
+  return parameters * (2 * es + (es == 4 ? 0 : 4) + 4 * moments);
 }
 
 std::string bytes_text(int64_t bytes) {
@@ -322,8 +340,9 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
   s.master_weights = m.master_weights;
   s.optimizer_state = m.optimizer_state;
   s.buckets = m.buckets;
-  fmt::print("model states per rank: {}\n",
-             training::state_memory_breakdown(s, 16 * m.parameter_count, optimizer_label(o)));
+  fmt::print(
+      "model states per rank: {}\n",
+      training::state_memory_breakdown(s, stage0_bytes(o, m.parameter_count), optimizer_label(o)));
   if (r.gathered > 0)
     fmt::print("gathered parameters (stage 3), at most: {}\n", bytes_text(r.gathered));
   fmt::print("activations per rank: {} (micro-batch {} x {} tokens, {}){}\n",
@@ -463,6 +482,24 @@ void write_plot(const Options &o, const plan::PlanModel &model,
       data);
 }
 
+// Options that only mean something beside others are refused alone rather than ignored.
+void check_combinations(const Options &o, const CLI::App &app) {
+  const bool timed = o.compute_tflops > 0;
+  for (const char *name :
+       {"--profile", "--fabric", "--optimizer-gbs", "--overlap", "--cores-per-node"})
+    if (!timed && app.count(name) > 0)
+      throw InputError(fmt::format("{} is for the step time: give --compute-tflops too", name));
+  if (!o.profile.empty() && !o.fabric.empty())
+    throw InputError("--profile and --fabric both given: choose one");
+  if (app.count("--heads") > 0 && o.params <= 0)
+    throw InputError("--heads is for a model given by its size (--params, --layers, --hidden)");
+  if (app.count("--stage") > 0 && (o.sweep || !o.plot.empty()))
+    throw InputError("--stage with --sweep or --plot: they cover stages 0-3");
+  if (app.count("--max-predictions") > 0 && o.model.rfind("bert", 0) != 0 &&
+      !o.model.ends_with(".json"))
+    throw InputError("--max-predictions is for BERT models");
+}
+
 int run(Options o) {
   const plan::PlanModel model = [&] {
     try {
@@ -580,6 +617,7 @@ int main(int argc, char **argv) {
                  "--sweep) into this PNG, with gnuplot; the numbers go beside it (.tsv)");
   CLI11_PARSE(app, argc, argv);
   try {
+    check_combinations(o, app);
     return run(o);
   } catch (const InputError &e) {
     std::fprintf(stderr, "zrt-plan: %s\n", e.what());

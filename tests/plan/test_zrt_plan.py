@@ -50,7 +50,8 @@ for np in (1, 2, 4):
         cases.append(("bert", np, stage, [], []))
 cases += [("gpt2", 2, 1, ["--dtype", "bf16"], ["--dtype", "bf16"]),
           ("gpt2", 4, 2, ["--bucket-mb", "1"], ["--reduce-bucket-bytes", "1MiB"]),
-          ("bert", 4, 3, ["--dtype", "bf16"], ["--dtype", "bf16"])]
+          ("bert", 4, 3, ["--dtype", "bf16"], ["--dtype", "bf16"]),
+          ("gpt2", 2, 2, ["--grad-accum", "2"], ["--accumulation", "2"])]
 
 with tempfile.TemporaryDirectory() as tmp:
     for program, np, stage, train_flags, plan_flags in cases:
@@ -160,9 +161,13 @@ with tempfile.TemporaryDirectory() as tmp:
             (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1", "--profile",
               bad_gpt2], "not zrt-bench comm --json output"),
             (["--ranks-per-node", "4", "--compute-tflops", "1", "--optimizer-gbs", "1", "--backend",
-              "mpi", "--profile", profile], "reduce_scatter on mpi at np 4 is not sound (one message"),
+              "mpi", "--profile", profile], "reduce_scatter on mpi at np 4 in fp32 is not sound (one message"),
             (["--ranks-per-node", "8", "--compute-tflops", "1", "--optimizer-gbs", "1", "--profile",
-              profile], "no fit of reduce_scatter on shm+mem at np 8 (it has")]:
+              profile], "no fit of reduce_scatter on shm+mem at np 8 in fp32 (it has"),
+            (["--profile", profile], "--profile is for the step time: give --compute-tflops"),
+            (["--model", "gpt2", "--heads", "8"], "--heads is for a model given by its size"),
+            (["--stage", "2", "--sweep"], "--stage with --sweep or --plot"),
+            (["--accumulation", "0"], "--accumulation is 0")]:
         r = run([plan] + args)
         check(r.returncode == 2 and words in r.stderr and r.stdout == "",
               f"zrt-plan {' '.join(args)}: status 2 naming '{words}' (got {r.returncode}: "

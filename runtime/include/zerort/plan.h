@@ -81,9 +81,11 @@ ZRT_API zrt_status_t zrt_plan_add_param(zrt_plan_h plan, const char *name, int n
 ZRT_API zrt_status_t zrt_plan_memory(zrt_plan_h plan, zrt_memory_report_t *report_p);
 
 /**
- * @brief Stage 3: *bytes_p is the most gathered-parameter bytes a rank holds at once (the
- * groups kept within max_live_parameters, the one in use and the one prefetched), an upper
- * bound; 0 at stages 0-2. Local. Not thread-safe with other calls on @p plan.
+ * @brief Stage 3: *bytes_p bounds the gathered-parameter buffers a rank holds at once while
+ * the program holds a group or two gathered at a time: the groups kept within
+ * max_live_parameters, the one in use and the one prefetched (each buffer at least the
+ * largest single-bucket group), and the two freed buffers kept for reuse; 0 at stages
+ * 0-2. Local. Not thread-safe with other calls on @p plan.
  */
 ZRT_API zrt_status_t zrt_plan_gathered_bytes(zrt_plan_h plan, int64_t *bytes_p);
 
@@ -112,8 +114,9 @@ typedef struct zrt_plan_comm {
  * @brief The collectives a rank of the planned engine posts in one optimizer step without
  * gradient accumulation: stage 0 all-reduces the gradients; stages 1 and 2 reduce-scatter
  * them and all-gather the updated parameters; stage 3 reduce-scatters them and gathers
- * each group for use, once while the parameters fit max_live_parameters, else again in
- * backward (on one rank too, where they are copies). Local. Not thread-safe with other calls
+ * each group for use, once while the parameters fit max_live_parameters, else counted twice
+ * (at most: the groups the gatherer kept are not gathered again in backward). On one rank
+ * too, where they are copies. Local. Not thread-safe with other calls
  * on @p plan.
  */
 ZRT_API zrt_status_t zrt_plan_comm(zrt_plan_h plan, zrt_plan_comm_t *comm_p);
