@@ -347,7 +347,9 @@ void Engine::validate_ready(const std::function<void()> &check) {
 
 StepReport Engine::step(const std::function<void()> &check) {
   // A background save that failed is reported here, on every rank, before the step changes
-  // anything: calling the step again takes it.
+  // anything: calling the step again takes it. The step changes what a save still copying
+  // the state reads: that copy comes first.
+  wait_for_snapshot();
   settle_save(false);
   validate_ready(check);
   StepReport report;

@@ -153,8 +153,8 @@ class Engine {
   // The save writing in the background, if any (one at a time); the step settles it first.
   void set_pending_save(std::shared_ptr<PendingSave> save) { pending_save_ = std::move(save); }
   bool save_pending() const { return pending_save_ != nullptr; }
-  // Collective: settles the pending save (wait: until it is published). Throws its failure.
-  // Returns once the save no longer reads the state, whatever wait says.
+  // Collective: settles the pending save (wait: until it is published, its copy of the state
+  // taken). Throws its failure.
   void settle_save(bool wait);
   // Local: returns once a pending save no longer reads the state (before a local change).
   void wait_for_snapshot() const {

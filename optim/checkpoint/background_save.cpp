@@ -143,14 +143,16 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
     if (w.writer == e.rank()) my_writes.push_back(w);
   // A synchronous save of host state writes a block range that one piece holds in place.
   const bool in_place_ok = !async && e.state_place() != Place::Device;
-  // Staged elements, each range starting on a page of its own so that it goes out direct
-  // (direct_writer.hpp) without a bounce copy: a page's worth of padding per range.
+  // Staged elements. A range of a page or more starts where its file offset falls in a
+  // page, so that its whole pages go out direct (direct_writer.hpp) without a bounce copy:
+  // up to a page of padding each; smaller ones go through the page cache and pack.
   constexpr size_t kPage = DirectWriter::kAlignment / sizeof(float);
+  auto direct_sized = [](size_t count) { return count >= kPage; };
   size_t staged = 0;
   std::vector<bool> in_place;
   for (const BlockRange &w : my_writes) {
     in_place.push_back(in_place_ok && covering(w.param, w.begin, w.count) != nullptr);
-    if (!in_place.back()) staged += K * (w.count + kPage);
+    if (!in_place.back()) staged += K * (w.count + (direct_sized(w.count) ? kPage : 0));
   }
 
   run_agreed(comm, [&] {
@@ -231,8 +233,12 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
         s->writes_.push_back({dataset, w.begin, w.count, p->*array + (w.begin - p->param_offset)});
         continue;
       }
+      if (direct_sized(w.count)) {  // at (in the page-aligned stage) in the file's phase
+        const size_t phase = (s->offsets_[dataset] / sizeof(float) + w.begin) % kPage;
+        at += (phase + kPage - at % kPage) % kPage;
+      }
       float *dst = stage + at;
-      at = round_up(at + w.count, kPage);
+      at += w.count;
       write_at[i] = dst;
       s->writes_.push_back({dataset, w.begin, w.count, dst});
       // This rank's own runs inside the range.
@@ -400,11 +406,21 @@ void BackgroundSave::end_with(const Error &err) {
 
 bool BackgroundSave::settle(bool wait) {
   if (ended_) return true;
-  wait_for_snapshot();
   MPI_Comm comm = engine_.control_comm();
   if (wait && thread_.joinable()) thread_.join();
   int state[2] = {written_ == 2 ? 1 : 0, written_ == 0 ? 1 : 0};  // failed, writing
-  watched_allreduce(comm, state, 2, MPI_INT, MPI_MAX, "agreement on a background checkpoint save");
+  try {
+    watched_allreduce(comm, state, 2, MPI_INT, MPI_MAX,
+                      "agreement on a background checkpoint save");
+  } catch (const Error &err) {
+    // The ranks are out of step (a timeout): this rank's writer stops, the file stays
+    // unpublished, and the staging goes back now, while the engine's pool exists (a request
+    // may outlive the engine).
+    cancel_ = true;
+    if (thread_.joinable()) thread_.join();
+    end_with(err);
+    throw Error(status_, message_);
+  }
   if (state[0] == 0 && state[1] != 0) return false;
   // Failed somewhere, or done everywhere: this rank's writer has ended or is told to.
   cancel_ = true;

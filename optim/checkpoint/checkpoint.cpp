@@ -310,20 +310,25 @@ void load(Engine &e, const std::string &path) {
   t_metadata = MPI_Wtime();
   // Verify every block this rank will take before anything changes: a damaged file
   // leaves every rank's engine as it was.
+  // The blocks of each parameter this rank takes (every array of a parameter has its grid).
+  std::map<int, std::vector<std::pair<size_t, size_t>>> blocks;
   for (const auto &[p, intervals] : held)
+    if (!sources[static_cast<size_t>(p)].empty())
+      blocks[p] = blocks_of(intervals, sources[static_cast<size_t>(p)].front().block);
+  for (const auto &[p, spans] : blocks)
     for (const Source &src : sources[static_cast<size_t>(p)])
       if (src.contiguous)
-        for (const auto &[first_b, last_b] : blocks_of(intervals, src.block)) {
+        for (const auto &[first_b, last_b] : spans) {
           const size_t first = first_b * src.block, end = std::min(last_b * src.block, src.numel);
           map->will_need(src.offset + first * sizeof(float), (end - first) * sizeof(float));
         }
   run_agreed(comm, [&] {
-    for (const auto &[p, intervals] : held)
+    for (const auto &[p, spans] : blocks)
       for (const Source &src : sources[static_cast<size_t>(p)]) {
         const float *values = src.contiguous
                                   ? reinterpret_cast<const float *>(map->data() + src.offset)
                                   : src.values.data();
-        for (const auto &[first, last] : blocks_of(intervals, src.block)) {
+        for (const auto &[first, last] : spans) {
           if (src.contiguous) prefault(*map, src, first, last);
           for (size_t b = first; b < last; ++b) {
             const size_t at = b * src.block, n = std::min(src.block, src.numel - at);

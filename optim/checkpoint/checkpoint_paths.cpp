@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "runtime/agree.hpp"
@@ -115,34 +117,42 @@ void check_room(const std::string &tmp, uint64_t bytes) {
          tmp, need, static_cast<uint64_t>(limit.rlim_cur));
 }
 
-void remove_unfinished_saves(const std::string &pattern) {
-  for (const char *suffix : {".tmp", ".removing"})
-    for (const auto &[step, path] : files_of(pattern + suffix)) {
-      if (std::remove(path.c_str()) != 0)
-        log::warn("cannot remove {}, left by a save that did not finish: {}", path,
-                  std::strerror(errno));
-      else
-        log::info("removed {}, left by a save that did not finish", path);
-    }
-}
-
 namespace {
 
+// The PATH.removing names this process's threads are still removing: not a killed job's
+// leftovers, and not free for another removal until their thread is done.
+std::mutex pending_mutex;
+std::set<std::string> &pending() {
+  static auto *names = new std::set<std::string>;  // never destroyed: detached threads use it
+  return *names;
+}
+bool is_pending(const std::string &aside) {
+  std::lock_guard<std::mutex> lock(pending_mutex);
+  return pending().count(aside) > 0;
+}
+
 // Removes aside on a detached thread: nothing waits for it, and a process that ends first
-// leaves it to the next save's remove_unfinished_saves.
+// leaves it to the next save's remove_unfinished_saves. It logs nothing: the process may be
+// ending. aside is pending until then.
 void remove_later(const std::string &aside) {
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex);
+    pending().insert(aside);
+  }
   std::thread([aside] {
-    if (std::remove(aside.c_str()) != 0)
-      log::warn("cannot remove {}: {}", aside, std::strerror(errno));
+    std::remove(aside.c_str());
+    std::lock_guard<std::mutex> lock(pending_mutex);
+    pending().erase(aside);
   }).detach();
 }
 
-// Removes path (which has another name, or none, when this returns) as removal says.
-// Returns false, with errno, when it could not.
+// Removes path (which has another name, or none, when this returns) as removal says, in the
+// caller's call when the background's name is still taken. Returns false, with errno, when
+// it could not.
 bool remove_file(const std::string &path, Removal removal) {
   if (removal == Removal::InBackground) {
     const std::string aside = path + ".removing";
-    if (std::rename(path.c_str(), aside.c_str()) == 0) {
+    if (!is_pending(aside) && std::rename(path.c_str(), aside.c_str()) == 0) {
       remove_later(aside);
       return true;
     }
@@ -151,6 +161,18 @@ bool remove_file(const std::string &path, Removal removal) {
 }
 
 }  // namespace
+
+void remove_unfinished_saves(const std::string &pattern) {
+  for (const char *suffix : {".tmp", ".removing"})
+    for (const auto &[step, path] : files_of(pattern + suffix)) {
+      if (is_pending(path)) continue;  // this process's own removal, under way
+      if (std::remove(path.c_str()) != 0)
+        log::warn("cannot remove {}, left by a save that did not finish: {}", path,
+                  std::strerror(errno));
+      else
+        log::info("removed {}, left by a save that did not finish", path);
+    }
+}
 
 void prune(const std::string &pattern, int keep, Removal removal) {
   if (pattern.find("{step}") == std::string::npos || keep <= 0) return;
@@ -168,7 +190,8 @@ void replace_file(const std::string &tmp, const std::string &path, Removal remov
   // The previous file keeps a second name across the rename, so the rename frees nothing;
   // that name goes afterwards. Without hard links, the rename frees it in place.
   const std::string aside = path + ".removing";
-  const bool linked = removal == Removal::InBackground && ::link(path.c_str(), aside.c_str()) == 0;
+  const bool linked = removal == Removal::InBackground && !is_pending(aside) &&
+                      ::link(path.c_str(), aside.c_str()) == 0;
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     if (linked) std::remove(aside.c_str());

@@ -54,13 +54,14 @@ void DirectWriter::write(const void *data, size_t bytes, uint64_t offset) {
     return;
   }
   // [offset, end): the head up to the first aligned offset and the tail after the last go
-  // through the page cache; the whole pages between go direct.
+  // through the page cache; the whole pages between go direct. With bytes >= a page,
+  // offset <= mid <= mid_end <= end.
   const uint64_t end = offset + bytes;
   const uint64_t mid = (offset + kAlignment - 1) / kAlignment * kAlignment,
-                 mid_end = std::max(mid, end / kAlignment * kAlignment);
-  if (mid > offset) write_buffered(p, static_cast<size_t>(std::min(mid, end) - offset), offset);
+                 mid_end = end / kAlignment * kAlignment;
+  if (mid > offset) write_buffered(p, static_cast<size_t>(mid - offset), offset);
   if (mid_end > mid) write_direct(p + (mid - offset), static_cast<size_t>(mid_end - mid), mid);
-  if (end > mid_end && mid_end >= mid)
+  if (end > mid_end)
     write_buffered(p + (mid_end - offset), static_cast<size_t>(end - mid_end), mid_end);
 }
 

@@ -13,8 +13,9 @@
 // kAlignment each) go through the page cache. Only whole pages of the write's own range go
 // direct, so the bytes of a neighbouring dataset or of HDF5's metadata that share a page
 // with it are never written here, and pages two ranks share are written through the page
-// cache by both, where the kernel keeps them coherent. A source that is not aligned is
-// copied through an aligned bounce buffer, a piece at a time.
+// cache by both: on one node the kernel keeps them coherent, across nodes the file
+// system's own locking must (as for any two writers of one page). A source that is not
+// aligned is copied through an aligned bounce buffer, a piece at a time.
 #pragma once
 
 #include <cstddef>
