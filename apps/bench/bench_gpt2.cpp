@@ -37,7 +37,7 @@ struct Gpt2BenchOptions {
   std::string config = "gpt2";
   int global_batch = 4;
   int seq = 64;
-  int steps = 3;
+  int steps = 5;
   int stage = 2;
   std::string buckets = "both";  // the engine's collective buffers: private, shared or both
 };
@@ -77,46 +77,49 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
       double forward = 0, backward = 0, engine = 0, comm = 0, total = 0;
     };
     // One model per kind of buffers (the engine's collective buffers private, or in its
-    // node-shared window), each from the same initial parameters and tokens.
+    // node-shared window), each from the same initial parameters and tokens, all alive at
+    // once so that their steps can alternate with the baseline's.
     struct Run {
       bool shared = true;
       int64_t shared_bytes = 0;  // what went into the window (0: none)
-      double step_s = 0;
+      std::unique_ptr<training::ModelState> state;
+      std::unique_ptr<gpt2::Gpt2Model<float>> model;
+      std::unique_ptr<gpt2::Activations<float>> acts;
+      std::vector<double> step_s;  // per round
       Phases phases;
     };
     std::vector<Run> runs;
     for (bool shared : {false, true})
       if (opt.buckets == "both" || (opt.buckets == "shared") == shared) {
-        runs.emplace_back();
-        runs.back().shared = shared;
+        Run &run = runs.emplace_back();
+        run.shared = shared;
+        gpt2::EngineOptions eo;
+        eo.stage = opt.stage;
+        eo.shared_buffers = shared ? 1 : 0;
+        run.state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cfg), eo);
+        run.shared_bytes = run.state->memory().node_shared_bytes;
+        run.model = std::make_unique<gpt2::Gpt2Model<float>>(cfg, run.state->store());
+        run.acts =
+            std::make_unique<gpt2::Activations<float>>(cfg, B, T, gpt2::ActivationMode::keep);
+        run.model->init_parameters(1337);
       }
-    for (Run &run : runs) {
-      gpt2::EngineOptions eo;
-      eo.stage = opt.stage;
-      eo.shared_buffers = run.shared ? 1 : 0;
-      auto state = gpt2::make_engine_model_state(ctx, gpt2::parameter_layout(cfg), eo);
-      run.shared_bytes = state->memory().node_shared_bytes;
-      gpt2::Gpt2Model<float> model(cfg, state->store());
-      gpt2::Activations<float> acts(cfg, B, T, gpt2::ActivationMode::keep);
-      model.init_parameters(1337);
+    auto train_step = [&](Run &run) {
       Phases &phases = run.phases;
-      run.step_s = median_step_time(opt.steps, [&] {
-        const double t0 = wall_seconds();
-        model.forward(acts, tokens, targets, B, T);
-        Kokkos::fence();
-        const double t1 = wall_seconds();
-        model.backward(acts, tokens, targets, B, T, 1.0f);
-        Kokkos::fence();
-        const double t2 = wall_seconds();
-        const training::StepReport r = state->step(1e-4);
-        const double t3 = wall_seconds();
-        phases.forward += t1 - t0;
-        phases.backward += t2 - t1;
-        phases.engine += t3 - t2;
-        phases.comm += r.comm.wait_seconds;
-        phases.total += t3 - t0;
-      });
-    }
+      const double t0 = wall_seconds();
+      run.model->forward(*run.acts, tokens, targets, B, T);
+      Kokkos::fence();
+      const double t1 = wall_seconds();
+      run.model->backward(*run.acts, tokens, targets, B, T, 1.0f);
+      Kokkos::fence();
+      const double t2 = wall_seconds();
+      const training::StepReport r = run.state->step(1e-4);
+      const double t3 = wall_seconds();
+      phases.forward += t1 - t0;
+      phases.backward += t2 - t1;
+      phases.engine += t3 - t2;
+      phases.comm += r.comm.wait_seconds;
+      phases.total += t3 - t0;
+    };
 
     const int64_t C = cfg.channels;
     GemmStep gemms({{C, 3 * C, cfg.num_layers},
@@ -125,31 +128,52 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                     {4 * C, C, cfg.num_layers},
                     {C, cfg.vocab_size, 1}},
                    int64_t(B) * T);
-    const double gemm_s = median_step_time(opt.steps, [&] { gemms.run(); });
+    // Rounds of one training step of each model and then the baseline, after one untimed
+    // round: this VM's speed drifts by up to ±20% over seconds (its neighbours), and a drift
+    // then falls on both sides of a round's ratio. The figures are medians over the rounds:
+    // of each model's step time, of the baseline's, and of each round's model / gemm.
+    for (Run &run : runs)
+      train_step(run);
+    gemms.run();
+    std::vector<double> gemm_s;
+    for (int i = 0; i < opt.steps; ++i) {
+      for (Run &run : runs)
+        run.step_s.push_back(timed_on_all_ranks([&] { train_step(run); }));
+      gemm_s.push_back(timed_on_all_ranks([&] { gemms.run(); }));
+    }
 
     const double tokens_per_step = double(opt.global_batch) * T;
     const double P = double(cfg.num_parameters());
     const double model_flops =
         (6.0 * P + 12.0 * cfg.num_layers * cfg.channels * T) * tokens_per_step;
-    const double sgemm_gflops = gemms.flops() * size / gemm_s / 1e9;  // all ranks at once
+    const double gemm_median = median_of(gemm_s);
+    // GFLOP/s of the baseline, all ranks at once.
+    auto gemm_gflops = [&](double seconds) { return gemms.flops() * size / seconds / 1e9; };
+    const double sgemm_gflops = gemm_gflops(gemm_median);
     if (rank == 0 && !opt.json) {
       fmt::print(
-          "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step\n",
-          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T);
+          "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step, "
+          "{} rounds\n",
+          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T, opt.steps);
       fmt::print(
           "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
           "{:7.2f} GFLOP/s\n",
-          gemm_s * 1e3, sgemm_gflops);
+          gemm_median * 1e3, sgemm_gflops);
     }
     for (const Run &run : runs) {
-      const double step_s = run.step_s;
+      const double step_s = median_of(run.step_s);
       const Phases &phases = run.phases;
       const double model_gflops = model_flops / step_s / 1e9;
-      const double frac = model_gflops / sgemm_gflops;
+      std::vector<double> fracs, vs_privates;
+      for (size_t i = 0; i < gemm_s.size(); ++i) {
+        fracs.push_back(model_flops / run.step_s[i] / 1e9 / gemm_gflops(gemm_s[i]));
+        if (run.shared && !runs.front().shared)
+          vs_privates.push_back(runs.front().step_s[i] / run.step_s[i]);
+      }
+      const double frac = median_of(fracs);
       // Whether the engine had a window: none with one rank, or on a backend without one.
       const char *where = run.shared_bytes > 0 ? "shared" : "private";
-      const double vs_private =
-          run.shared && runs.front().shared == false ? runs.front().step_s / step_s : 0;
+      const double vs_private = median_of(vs_privates);
       if (rank != 0) continue;
       if (opt.json) {
         nlohmann::json j = {{"bench", "gpt2"},
@@ -166,6 +190,8 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"model_gflops", model_gflops},
                             {"sgemm_gflops", sgemm_gflops},
                             {"frac_of_sgemm", frac},
+                            {"frac_of_sgemm_min", *std::min_element(fracs.begin(), fracs.end())},
+                            {"frac_of_sgemm_max", *std::max_element(fracs.begin(), fracs.end())},
                             {"share_forward", phases.forward / phases.total},
                             {"share_backward", phases.backward / phases.total},
                             {"share_engine_step", phases.engine / phases.total},
@@ -179,7 +205,9 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                    step_s * 1e3, tokens_per_step / step_s, model_gflops,
                    vs_private > 0 ? fmt::format("  ({:.3f}x the tokens/s of private)", vs_private)
                                   : std::string());
-        fmt::print("  model / gemm    {:.2f}\n", frac);
+        fmt::print("  model / gemm    {:.2f}  (rounds {:.2f}-{:.2f})\n", frac,
+                   *std::min_element(fracs.begin(), fracs.end()),
+                   *std::max_element(fracs.begin(), fracs.end()));
         fmt::print(
             "  rank 0's step   forward {:.0f}%, backward {:.0f}%, engine step {:.0f}%; blocked on "
             "the engine's collectives {:.1f}%\n",
@@ -205,7 +233,10 @@ void add_gpt2_bench(CLI::App &app) {
   sub->add_option("--batch", opt->global_batch, "sequences per step, over all ranks")
       ->capture_default_str();
   sub->add_option("--seq", opt->seq, "tokens per sequence")->capture_default_str();
-  sub->add_option("--steps", opt->steps, "timed steps (after one warm-up)")->capture_default_str();
+  sub->add_option("--steps", opt->steps,
+                  "timed rounds (after one warm-up): a step of each model, then the baseline")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--zero-stage", opt->stage, "ZeRO stage")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();

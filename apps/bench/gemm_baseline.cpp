@@ -8,20 +8,28 @@
 
 #include "nn/matmul.hpp"
 
+double timed_on_all_ranks(const std::function<void()> &fn) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = wall_seconds();
+  fn();
+  Kokkos::fence();
+  double dt = wall_seconds() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return dt;
+}
+
 double median_step_time(int reps, const std::function<void()> &fn) {
   fn();
   std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = wall_seconds();
-    fn();
-    Kokkos::fence();
-    double dt = wall_seconds() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.push_back(dt);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  for (int i = 0; i < reps; ++i)
+    t.push_back(timed_on_all_ranks(fn));
+  return median_of(std::move(t));
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 GemmStep::GemmStep(std::vector<Shape> shapes, int64_t rows) : n_(rows), shapes_(std::move(shapes)) {

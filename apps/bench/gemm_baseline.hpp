@@ -9,9 +9,14 @@
 #include <functional>
 #include <vector>
 
-/// Median over @p reps runs of the slowest rank's time of @p fn (fenced), after one
-/// warm-up call. Collective over MPI_COMM_WORLD.
+/// The slowest rank's time of one call of @p fn (fenced). Collective over MPI_COMM_WORLD.
+double timed_on_all_ranks(const std::function<void()> &fn);
+
+/// Median over @p reps runs of timed_on_all_ranks(@p fn), after one warm-up call.
 double median_step_time(int reps, const std::function<void()> &fn);
+
+/// The median of @p values (the upper one of the middle two); 0 for none.
+double median_of(std::vector<double> values);
 
 /// For each linear layer of a step over @p rows positions: its forward product and both
 /// backward ones (input and weight gradients).

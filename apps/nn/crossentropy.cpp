@@ -1,5 +1,7 @@
 #include "crossentropy.hpp"
 
+#include "fast_exp.hpp"
+
 namespace nn {
 
 template <class T>
@@ -17,21 +19,22 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
             Kokkos::Max<T>(maxv));
         const T target_logit = logits(n, targets(n));
         team.team_barrier();  // everyone has read the target's logit before it changes
-        // exp once, in place, summing as it goes; then normalize. A logit more than 60
-        // below the largest gets probability 0 rather than its exp: below e^-60 (1e-26) it
-        // cannot change the sum (at least 1, the largest's), and exps that end up
-        // subnormal, as they do once a trained model is confident, are an order of
-        // magnitude slower here, in the normalization and in the LM head's backward gemm.
+        // exp once, in place; then the sum, then normalize. A logit more than 60 below the
+        // largest gets probability 0 rather than its exp: below e^-60 (1e-26) it cannot
+        // change the sum (at least 1, the largest's), and exps that end up subnormal, as
+        // they do once a trained model is confident, are an order of magnitude slower
+        // here, in the normalization and in the LM head's backward gemm. The exp is a pass
+        // of its own, apart from the sum, so that it vectorizes (fast_exp.hpp); the sum
+        // keeps its order.
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) {
+          const T d = logits(n, v) - maxv;
+          const T e = fast_exp(d);
+          logits(n, v) = d < T(-60) ? T(0) : e;
+        });
+        team.team_barrier();  // the sum reads what the team's other threads wrote
         T sum = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, V),
-            [&](int v, T &s) {
-              const T d = logits(n, v) - maxv;
-              const T e = d < T(-60) ? T(0) : kmath::exp(d);
-              logits(n, v) = e;
-              s += e;
-            },
-            sum);
+            Kokkos::TeamThreadRange(team, V), [&](int v, T &s) { s += logits(n, v); }, sum);
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
         // log-sum-exp form: exact even where the probability underflows.

@@ -1,5 +1,7 @@
 #include "layernorm.hpp"
 
+#include "column_sums.hpp"
+
 namespace nn {
 
 template <class T>
@@ -59,16 +61,15 @@ void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout,
           store_or_add(dinp(n, c), beta_dinp, d);
         });
       });
-  // dweight, dbias: one thread per channel, rows summed in order (deterministic).
-  Kokkos::parallel_for(
-      "layernorm_backward_params", RangePolicy(0, C), KOKKOS_LAMBDA(int c) {
-        T dw = 0, db = 0;
-        for (int n = 0; n < N; ++n) {
-          dw += dout(n, c) * (inp(n, c) - mean(n)) * rstd(n);
-          db += dout(n, c);
-        }
-        store_or_add(dweight(c), beta_param, dw);
-        store_or_add(dbias(c), beta_param, db);
+  // dweight, dbias: each channel's rows summed in order (deterministic).
+  column_sums<T, 2>(
+      "layernorm_backward_params", N, C,
+      KOKKOS_LAMBDA(int n, int c) {
+        return Kokkos::Array<T, 2>{dout(n, c) * (inp(n, c) - mean(n)) * rstd(n), dout(n, c)};
+      },
+      KOKKOS_LAMBDA(int c, const Kokkos::Array<T, 2> &sums) {
+        store_or_add(dweight(c), beta_param, sums[0]);
+        store_or_add(dbias(c), beta_param, sums[1]);
       });
 }
 

@@ -2,6 +2,8 @@
 
 #include <KokkosBlas3_gemm.hpp>
 
+#include "column_sums.hpp"
+
 namespace nn {
 
 template <class T>
@@ -31,13 +33,11 @@ void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CM
   gemm<T>("T", "N", T(1), dout, inp, beta_param, dweight);
   if (dbias.extent(0) > 0) {
     const int N = static_cast<int>(dout.extent(0)), OC = static_cast<int>(dout.extent(1));
-    // One thread per output channel, rows summed in order: deterministic, no atomics.
-    Kokkos::parallel_for(
-        "matmul_backward_bias", RangePolicy(0, OC), KOKKOS_LAMBDA(int o) {
-          T sum = 0;
-          for (int n = 0; n < N; ++n)
-            sum += dout(n, o);
-          store_or_add(dbias(o), beta_param, sum);
+    column_sums<T, 1>(
+        "matmul_backward_bias", N, OC,
+        KOKKOS_LAMBDA(int n, int o) { return Kokkos::Array<T, 1>{dout(n, o)}; },
+        KOKKOS_LAMBDA(int o, const Kokkos::Array<T, 1> &sum) {
+          store_or_add(dbias(o), beta_param, sum[0]);
         });
   }
 }

@@ -13,6 +13,7 @@
 #include "nn/crossentropy.hpp"
 #include "nn/embedding.hpp"
 #include "nn/encoder.hpp"
+#include "nn/fast_exp.hpp"
 #include "nn/fast_tanh.hpp"
 #include "nn/gelu.hpp"
 #include "nn/layernorm.hpp"
@@ -150,6 +151,72 @@ TEST(Layers, FastTanhIsWithinTwoUlpOfTanh) {
   EXPECT_EQ(fast_tanh(1e-30f), 1e-30f);
   // Double goes to the library.
   EXPECT_EQ(fast_tanh(0.5), std::tanh(0.5));
+}
+
+// The vectorizable float exp against exp in double over [-87, 88] by bit pattern (every
+// 61st float of either sign: 35 million): within 1 ulp of the exact value; exact at 0;
+// about the smallest normal float below its range, +inf never.
+TEST(Layers, FastExpIsWithinOneUlpOfExp) {
+  double worst = 0;
+  float at = 0;
+  int64_t checked = 0;
+  for (const float end : {88.0f, -87.0f}) {
+    const uint32_t first = std::bit_cast<uint32_t>(std::copysign(0.0f, end));
+    for (uint32_t bits = first; bits <= std::bit_cast<uint32_t>(end); bits += 61) {
+      const float x = std::bit_cast<float>(bits);
+      const double exact = std::exp(static_cast<double>(x));
+      const float ref = static_cast<float>(exact);
+      const double ulp = static_cast<double>(std::nextafter(ref, 1e38f)) - ref;
+      const double err = std::fabs(static_cast<double>(fast_exp(x)) - exact) / ulp;
+      if (err > worst) worst = err, at = x;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 30000000);
+  EXPECT_LE(worst, 1.0) << "at x = " << at;
+  EXPECT_EQ(fast_exp(0.0f), 1.0f);
+  EXPECT_NEAR(fast_exp(-1000.0f) / std::numeric_limits<float>::min(), 1.0, 1e-5);
+  EXPECT_TRUE(std::isfinite(fast_exp(1000.0f)));
+  EXPECT_EQ(fast_exp(0.5), std::exp(0.5));  // double goes to the library
+}
+
+// The bias and LayerNorm parameter gradients in float, over more columns than one host
+// block (64) and a ragged last block: each column's rows added in row order, bit for bit
+// what the one-thread-per-column walk gave, both overwriting (beta 0, over NaN) and adding.
+TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
+  const int N = 37, C = 130;
+  std::mt19937_64 rng(12);
+  using FBuf = DeviceBuffer<float>;
+  FBuf dout(N * C), inp(N * C), w(C, 1.0f), b(C), mean(N), rstd(N), dinp(N * C);
+  dout.randomize(rng);
+  inp.randomize(rng);
+  mean.randomize(rng);
+  rstd.randomize(rng);
+  auto at = [&](const FBuf &m, int n, int c) { return m.host[static_cast<size_t>(n * C + c)]; };
+  for (const float beta : {0.0f, 1.0f}) {
+    const float start = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : 0.25f;
+    FBuf dbias(C, start), dw(C, start), db(C, start);
+    // The product's own operands are small (3 inputs): the bias sum is what is checked.
+    FBuf x(N * 3), weight(C * 3), dx(N * 3), dweight(C * 3);
+    matmul_backward<float>(dx.mat(N, 3), dweight.mat(C, 3), dbias.vec(), dout.cmat(N, C),
+                           x.cmat(N, 3), weight.cmat(C, 3), 0.0f, beta);
+    layernorm_backward<float>(dinp.mat(N, C), dw.vec(), db.vec(), dout.cmat(N, C), inp.cmat(N, C),
+                              w.cvec(), mean.cvec(), rstd.cvec(), 0.0f, beta);
+    dbias.to_host();
+    dw.to_host();
+    db.to_host();
+    for (int c = 0; c < C; ++c) {
+      float sb = 0, sw = 0;
+      for (int n = 0; n < N; ++n) {
+        sb += at(dout, n, c);
+        sw += at(dout, n, c) * (at(inp, n, c) - mean.host[size_t(n)]) * rstd.host[size_t(n)];
+      }
+      const float want_b = beta == 0.0f ? sb : start + sb, want_w = beta == 0.0f ? sw : start + sw;
+      EXPECT_EQ(dbias.host[size_t(c)], want_b) << "bias column " << c;
+      EXPECT_EQ(db.host[size_t(c)], want_b) << "LayerNorm bias column " << c;
+      EXPECT_EQ(dw.host[size_t(c)], want_w) << "LayerNorm weight column " << c;
+    }
+  }
 }
 
 TEST(Layers, GeluGradients) {
