@@ -239,7 +239,7 @@ void add_gpt2_bench(CLI::App &app) {
   sub->add_option("--seq", opt->seq, "tokens per sequence")->capture_default_str();
   sub->add_option("--steps", opt->steps,
                   "timed rounds (after one warm-up): a step of each model, then the baseline")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   sub->add_option("--zero-stage", opt->stage, "ZeRO stage")
       ->check(CLI::Range(0, 3))
