@@ -209,8 +209,8 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                    step_s * 1e3, tokens_per_step / step_s, model_gflops,
                    vs_private > 0 ? fmt::format("  ({:.3f}x the tokens/s of private)", vs_private)
                                   : std::string());
-        fmt::print("  model / gemm    {:.2f}  (rounds {:.2f}-{:.2f})\n", frac,
-                   *std::min_element(fracs.begin(), fracs.end()),
+        fmt::print("  model / gemm    {:.2f}  (the median of the rounds' ratios; {:.2f}-{:.2f})\n",
+                   frac, *std::min_element(fracs.begin(), fracs.end()),
                    *std::max_element(fracs.begin(), fracs.end()));
         fmt::print(
             "  rank 0's step   forward {:.0f}%, backward {:.0f}%, engine step {:.0f}%; blocked on "
@@ -246,7 +246,7 @@ void add_gpt2_bench(CLI::App &app) {
       ->capture_default_str();
   sub->add_option("--buckets", opt->buckets,
                   "the engine's collective buffers: private, shared (its node-shared window), "
-                  "or both, one model after the other")
+                  "or both: two models alive at once (twice the memory), their steps alternating")
       ->check(CLI::IsMember({"both", "shared", "private"}))
       ->capture_default_str();
   sub->callback([opt] { run_gpt2_bench(*opt); });

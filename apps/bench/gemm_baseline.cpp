@@ -29,7 +29,8 @@ double median_step_time(int reps, const std::function<void()> &fn) {
 double median_of(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 GemmStep::GemmStep(std::vector<Shape> shapes, int64_t rows) : n_(rows), shapes_(std::move(shapes)) {

@@ -15,7 +15,7 @@ double timed_on_all_ranks(const std::function<void()> &fn);
 /// Median over @p reps runs of timed_on_all_ranks(@p fn), after one warm-up call.
 double median_step_time(int reps, const std::function<void()> &fn);
 
-/// The median of @p values (the upper one of the middle two); 0 for none.
+/// The median of @p values (the mean of the middle two for an even count); 0 for none.
 double median_of(std::vector<double> values);
 
 /// For each linear layer of a step over @p rows positions: its forward product and both
