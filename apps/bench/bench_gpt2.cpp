@@ -175,6 +175,7 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
           vs_privates.push_back(runs.front().step_s[i] / run.step_s[i]);
       }
       const double frac = median_of(fracs);
+      const auto [lowest, highest] = std::minmax_element(fracs.begin(), fracs.end());
       // Whether the engine had a window: none with one rank, or on a backend without one.
       const char *where = run.shared_bytes > 0 ? "shared" : "private";
       const double vs_private = median_of(vs_privates);
@@ -194,8 +195,8 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"model_gflops", model_gflops},
                             {"sgemm_gflops", sgemm_gflops},
                             {"frac_of_sgemm", frac},
-                            {"frac_of_sgemm_min", *std::min_element(fracs.begin(), fracs.end())},
-                            {"frac_of_sgemm_max", *std::max_element(fracs.begin(), fracs.end())},
+                            {"frac_of_sgemm_min", *lowest},
+                            {"frac_of_sgemm_max", *highest},
                             {"share_forward", phases.forward / phases.total},
                             {"share_backward", phases.backward / phases.total},
                             {"share_engine_step", phases.engine / phases.total},
@@ -210,8 +211,7 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                    vs_private > 0 ? fmt::format("  ({:.3f}x the tokens/s of private)", vs_private)
                                   : std::string());
         fmt::print("  model / gemm    {:.2f}  (the median of the rounds' ratios; {:.2f}-{:.2f})\n",
-                   frac, *std::min_element(fracs.begin(), fracs.end()),
-                   *std::max_element(fracs.begin(), fracs.end()));
+                   frac, *lowest, *highest);
         fmt::print(
             "  rank 0's step   forward {:.0f}%, backward {:.0f}%, engine step {:.0f}%; blocked on "
             "the engine's collectives {:.1f}%\n",
