@@ -1,6 +1,7 @@
 #include "crossentropy.hpp"
 
 #include "fast_exp.hpp"
+#include "host_loops.hpp"
 
 namespace nn {
 
@@ -26,11 +27,17 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
         // here, in the normalization and in the LM head's backward gemm. The exp is a pass
         // of its own, apart from the sum, so that it vectorizes (fast_exp.hpp); the sum
         // keeps its order.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) {
-          const T d = logits(n, v) - maxv;
-          const T e = fast_exp(d);
-          logits(n, v) = d < T(-60) ? T(0) : e;
-        });
+        if constexpr (host_loops::taken_for<T>) {
+          // The same loop, one row a thread, in the host's widest vectors (host_loops.hpp).
+          Kokkos::single(Kokkos::PerTeam(team),
+                         [&]() { host_loops::exp_below_max(&logits(n, 0), maxv, V); });
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) {
+            const T d = logits(n, v) - maxv;
+            const T e = fast_exp(d);
+            logits(n, v) = d < T(-60) ? T(0) : e;
+          });
+        }
         team.team_barrier();  // the sum reads what the team's other threads wrote
         T sum = 0;
         Kokkos::parallel_reduce(

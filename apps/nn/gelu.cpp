@@ -1,11 +1,12 @@
 #include "gelu.hpp"
 
-#include "fast_tanh.hpp"
+#include <algorithm>
+
+#include "gelu_math.hpp"
+#include "host_loops.hpp"
 
 namespace nn {
 namespace {
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kCubic = 0.044715;
 constexpr double kInvSqrt2 = 0.70710678118654752440;    // 1/sqrt(2)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 }  // namespace
@@ -21,12 +22,18 @@ void gelu_forward(Vec<T> out, CVec<T> inp, GeluForm form) {
         });
     return;
   }
-  Kokkos::parallel_for(
-      "gelu_forward", RangePolicy(0, static_cast<int64_t>(inp.extent(0))),
-      KOKKOS_LAMBDA(int64_t i) {
-        const T x = inp(i);
-        out(i) = T(0.5) * x * (T(1) + fast_tanh(T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x)));
-      });
+  const int64_t n = static_cast<int64_t>(inp.extent(0));
+  if constexpr (host_loops::taken_for<T>) {
+    Kokkos::parallel_for("gelu_forward", RangePolicy(0, host_loops::chunks(n)), [=](int64_t c) {
+      const int64_t i = c * host_loops::kChunk;
+      host_loops::gelu_tanh_forward(out.data() + i, inp.data() + i,
+                                    std::min(host_loops::kChunk, n - i));
+    });
+  } else {
+    Kokkos::parallel_for(
+        "gelu_forward", RangePolicy(0, n),
+        KOKKOS_LAMBDA(int64_t i) { out(i) = gelu_tanh(inp(i)); });
+  }
 }
 
 template <class T>
@@ -43,17 +50,18 @@ void gelu_backward(Vec<T> dinp, CVec<T> inp, CVec<T> dout, GeluForm form) {
         });
     return;
   }
-  Kokkos::parallel_for(
-      "gelu_backward", RangePolicy(0, static_cast<int64_t>(inp.extent(0))),
-      KOKKOS_LAMBDA(int64_t i) {
-        const T x = inp(i);
-        const T u = T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x);
-        const T th = fast_tanh(u);
-        // d/dx: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx
-        const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x * x);
-        const T local = T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * du;
-        dinp(i) = local * dout(i);
-      });
+  const int64_t n = static_cast<int64_t>(inp.extent(0));
+  if constexpr (host_loops::taken_for<T>) {
+    Kokkos::parallel_for("gelu_backward", RangePolicy(0, host_loops::chunks(n)), [=](int64_t c) {
+      const int64_t i = c * host_loops::kChunk;
+      host_loops::gelu_tanh_backward(dinp.data() + i, inp.data() + i, dout.data() + i,
+                                     std::min(host_loops::kChunk, n - i));
+    });
+  } else {
+    Kokkos::parallel_for(
+        "gelu_backward", RangePolicy(0, n),
+        KOKKOS_LAMBDA(int64_t i) { dinp(i) = gelu_tanh_backward(inp(i), dout(i)); });
+  }
 }
 
 #define NN_INSTANTIATE(T)                                   \

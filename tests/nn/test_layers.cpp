@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <random>
 
@@ -16,6 +17,8 @@
 #include "nn/fast_exp.hpp"
 #include "nn/fast_tanh.hpp"
 #include "nn/gelu.hpp"
+#include "nn/gelu_math.hpp"
+#include "nn/host_loops.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/matmul.hpp"
 #include "nn/residual.hpp"
@@ -224,6 +227,80 @@ TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
       EXPECT_EQ(db.host[size_t(c)], want_b) << "LayerNorm bias column " << c;
       EXPECT_EQ(dw.host[size_t(c)], want_w) << "LayerNorm weight column " << c;
     }
+  }
+}
+
+// On the host, float GELU and the softmax's exp run in the widest vectors the CPU has
+// (host_loops.hpp): bit for bit what the scalar formula gives, element by element, over
+// floats of every magnitude and sign (every 4099th bit pattern, NaN and inf included), for
+// GELU forward, backward apart and in place, and for the probabilities of the float
+// softmax. On a device the kernels' own arithmetic applies: nothing to compare.
+TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
+  if constexpr (!host_loops::taken_for<float>) GTEST_SKIP() << "not a host execution space";
+  std::cout << "host loops: the " << host_loops::isa() << " copy\n";
+  std::vector<float> xs;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099)
+    xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  const size_t n = xs.size();
+  auto same = [](float a, float b) {
+    return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) ||
+           (std::isnan(a) && std::isnan(b));
+  };
+  using FBuf = DeviceBuffer<float>;
+  FBuf inp(n), dout(n), out(n), dinp(n);
+  inp.host = xs;
+  inp.to_device();
+  std::mt19937_64 rng(5);
+  dout.randomize(rng, 3.0);
+  gelu_forward<float>(out.vec(), inp.cvec());
+  gelu_backward<float>(dinp.vec(), inp.cvec(), dout.cvec());
+  const std::vector<float> d = dout.host;
+  gelu_backward<float>(dout.vec(), inp.cvec(), dout.cvec());  // in place
+  out.to_host();
+  dinp.to_host();
+  dout.to_host();
+  size_t differ = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = xs[i], want_back = gelu_tanh_backward(x, d[i]);
+    if (!same(out.host[i], gelu_tanh(x)) || !same(dinp.host[i], want_back) ||
+        !same(dout.host[i], want_back))
+      if (++differ <= 5)
+        ADD_FAILURE() << "x = " << x << " (bits 0x" << std::hex << std::bit_cast<uint32_t>(x)
+                      << std::dec << ")";
+  }
+  EXPECT_EQ(differ, 0u) << "of " << n;
+
+  // Softmax rows: logits spread over 200 below to 20 above the largest, so that some fall
+  // past the cut at -60; the row's length is not a multiple of any vector's.
+  const int rows = 3, V = 50257;
+  FBuf logits(size_t(rows) * V), losses(rows);
+  logits.randomize(rng, 110.0);
+  for (float &v : logits.host)
+    v -= 90.0f;
+  logits.to_device();
+  const std::vector<float> in = logits.host;
+  crossentropy_forward<float>(logits.mat(rows, V), losses.vec(), device_tokens({1, 2, 3}));
+  logits.to_host();
+  for (int r = 0; r < rows; ++r) {
+    const float *row = in.data() + size_t(r) * V;
+    float maxv = row[0];
+    for (int v = 0; v < V; ++v)
+      maxv = row[v] > maxv ? row[v] : maxv;
+    std::vector<float> e(V);
+    float sum = 0;
+    for (int v = 0; v < V; ++v) {
+      const float dv = row[v] - maxv;
+      e[size_t(v)] = dv < -60.0f ? 0.0f : fast_exp(dv);
+      sum += e[size_t(v)];
+    }
+    const float inv = 1.0f / sum;
+    int zeros = 0;
+    for (int v = 0; v < V; ++v) {
+      zeros += e[size_t(v)] == 0.0f;
+      ASSERT_TRUE(same(logits.host[size_t(r) * V + v], e[size_t(v)] * inv))
+          << "row " << r << ", logit " << v;
+    }
+    EXPECT_GT(zeros, 0) << "row " << r << " has no logit past the cut";
   }
 }
 
