@@ -26,6 +26,7 @@
 #include "gemm_baseline.hpp"
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
+#include "nn/host_loops.hpp"
 #include "timing.hpp"
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
@@ -157,8 +158,9 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     if (rank == 0 && !opt.json) {
       fmt::print(
           "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step, "
-          "{} rounds\n",
-          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T, opt.steps);
+          "{} rounds; GELU and softmax loops: {}\n",
+          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T, opt.steps,
+          nn::host_loops::taken_for<float> ? nn::host_loops::isa() : "device kernels");
       fmt::print(
           "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
           "{:7.2f} GFLOP/s\n",
@@ -188,6 +190,8 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"zero_stage", opt.stage},
                             {"global_batch", opt.global_batch},
                             {"seq", T},
+                            {"host_loops", nn::host_loops::taken_for<float> ? nn::host_loops::isa()
+                                                                            : "device kernels"},
                             {"buckets", where},
                             {"shared_bytes", run.shared_bytes},
                             {"step_s", step_s},
