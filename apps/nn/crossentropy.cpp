@@ -28,7 +28,8 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
         // of its own, apart from the sum, so that it vectorizes (fast_exp.hpp); the sum
         // keeps its order.
         if constexpr (host_loops::taken_for<T>) {
-          // The same loop, one row a thread, in the host's widest vectors (host_loops.hpp).
+          // The same loop in the host's widest vectors (host_loops.hpp), by one thread of
+          // the team; host teams are one thread (Kokkos::AUTO), so none waits.
           Kokkos::single(Kokkos::PerTeam(team),
                          [&]() { host_loops::exp_below_max(&logits(n, 0), maxv, V); });
         } else {

@@ -3,9 +3,10 @@
 #include "fast_exp.hpp"
 #include "gelu_math.hpp"
 
-// GCC on x86-64 for the host only: nvcc (Kokkos on CUDA compiles these files too) and other
-// compilers build the single baseline loop.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__)
+// GCC on x86-64 for the host only, as apps/nn/CMakeLists.txt decides (with the flags that
+// keep the bits): nvcc (Kokkos on CUDA compiles these files too) and other compilers build
+// the single baseline loop.
+#if defined(ZRT_NN_HOST_CLONES) && defined(__x86_64__) && !defined(__CUDACC__)
 #define NN_HOST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #define NN_HOST_CLONED 1
 #else
@@ -54,6 +55,7 @@ NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
 const char *isa() {
 #if NN_HOST_CLONED
   // The order target_clones tries them in.
+  __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return "avx512f";
   if (__builtin_cpu_supports("avx2")) return "avx2";
 #endif

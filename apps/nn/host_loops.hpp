@@ -1,11 +1,12 @@
 // The layers' float elementwise loops for a host execution space, compiled for AVX-512,
 // AVX2 and baseline x86-64 alike and picked once when the program loads (GCC's
-// target_clones). zrt_nn itself is built for baseline x86-64, whose 4-lane SSE vectors
-// left GELU at 4.3 ns an element; the AVX-512 copy of the same loop runs at 1.1 ns with
-// the same bits (2026-12-04, a standalone copy). The bits stay because the lanes evaluate
-// the one scalar definition (gelu_math.hpp, fast_exp.hpp) operation for operation: no
-// floating-point contraction in any copy (host_loops.cpp is built with -ffp-contract=off)
-// and no reordering. Other compilers and other architectures get the baseline loop.
+// target_clones). A build for baseline x86-64 (Debian's, this project's default) has
+// 4-lane SSE vectors, which left GELU at 4.3 ns an element; the AVX-512 copy of the same
+// loop runs at 1.1 ns with the same bits (2026-12-04, a standalone copy). The bits stay
+// because the lanes evaluate the one scalar definition (gelu_math.hpp, fast_exp.hpp)
+// operation for operation: no floating-point contraction in any copy nor anywhere else in
+// zrt_nn (-ffp-contract=off) and no reordering. Other compilers and other architectures
+// build the baseline loop alone.
 //
 // The kernels call these on contiguous chunks from a Kokkos range, so a threaded host
 // back end (OpenMP) still spreads them over its threads. A device back end never does.
@@ -21,8 +22,8 @@ namespace nn::host_loops {
 /// Whether a layer over T takes these loops: float, in an execution space whose memory is
 /// the host's (Serial, OpenMP, Threads).
 template <class T>
-inline constexpr bool taken_for =
-    std::is_same_v<T, float> &&std::is_same_v<MemSpace, Kokkos::HostSpace>;
+inline constexpr bool taken_for = (std::is_same_v<T, float> &&
+                                   std::is_same_v<MemSpace, Kokkos::HostSpace>);
 
 /// out[i] = gelu_tanh(in[i]) for i < n. out and in do not overlap.
 void gelu_tanh_forward(float *out, const float *in, int64_t n);

@@ -231,16 +231,30 @@ TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
 }
 
 // On the host, float GELU and the softmax's exp run in the widest vectors the CPU has
-// (host_loops.hpp): bit for bit what the scalar formula gives, element by element, over
-// floats of every magnitude and sign (every 4099th bit pattern, NaN and inf included), for
-// GELU forward, backward apart and in place, and for the probabilities of the float
-// softmax. On a device the kernels' own arithmetic applies: nothing to compare.
+// (host_loops.hpp): bit for bit what the scalar formula gives, element by element, for
+// GELU forward, backward apart and in place, over floats of every magnitude and sign
+// (every 4099th bit pattern, NaNs among them), densely over [-10, 10] where GELU is not
+// yet x or 0 (every 499th float), and at the edges: signed zeros, infinities, the
+// smallest and largest floats, fast_tanh's switch at 0.625 and saturation at 9, fast_exp's
+// clamps. Then the probabilities of the float softmax. On a device the kernels' own
+// arithmetic applies: nothing to compare. Built, as zrt_nn, without contraction into FMA.
 TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
   if constexpr (!host_loops::taken_for<float>) GTEST_SKIP() << "not a host execution space";
   std::cout << "host loops: the " << host_loops::isa() << " copy\n";
+  ::testing::Test::RecordProperty("host_loops", host_loops::isa());
   std::vector<float> xs;
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099)
     xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  for (const float end : {10.0f, -10.0f})
+    for (uint32_t bits = std::bit_cast<uint32_t>(std::copysign(0.0f, end));
+         bits <= std::bit_cast<uint32_t>(end); bits += 499)
+      xs.push_back(std::bit_cast<float>(bits));
+  using lim = std::numeric_limits<float>;
+  for (const float x : {0.0f, lim::infinity(), lim::min(), lim::denorm_min(), lim::max(), 0.625f,
+                        std::nextafter(0.625f, 0.0f), 4.5f, std::nextafter(4.5f, 9.0f),
+                        87.33654022216797f / 2, 88.3762626647949f / 2, 9.0f, 1e-3f})
+    for (const float sign : {1.0f, -1.0f})
+      xs.push_back(sign * x);
   const size_t n = xs.size();
   auto same = [](float a, float b) {
     return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) ||
@@ -270,13 +284,16 @@ TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
   }
   EXPECT_EQ(differ, 0u) << "of " << n;
 
-  // Softmax rows: logits spread over 200 below to 20 above the largest, so that some fall
-  // past the cut at -60; the row's length is not a multiple of any vector's.
+  // Softmax rows: logits between -200 and 20, so that many fall past the cut 60 below the
+  // largest (row 0's largest is 30, and one logit is exactly 60 below it); the row's length
+  // is not a multiple of any vector's. The reference adds in index order, as the layer's sum does
+  // with the host's one-thread teams.
   const int rows = 3, V = 50257;
   FBuf logits(size_t(rows) * V), losses(rows);
   logits.randomize(rng, 110.0);
   for (float &v : logits.host)
     v -= 90.0f;
+  logits.host[7] = 30.0f, logits.host[8] = -30.0f;  // row 0: its largest, and 60 below it
   logits.to_device();
   const std::vector<float> in = logits.host;
   crossentropy_forward<float>(logits.mat(rows, V), losses.vec(), device_tokens({1, 2, 3}));
