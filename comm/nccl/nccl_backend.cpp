@@ -117,15 +117,30 @@ class NcclBackend final : public Backend {
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     // The producer's work first: in stream order where it is a CUDA event, else the host
     // waits for it.
-    if (void *ready = cuda_event_of(a.ready))
+    if (void *ready = cuda_event_of(a.ready)) {
       check_cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(ready), 0),
                  "cudaStreamWaitEvent");
-    else
+    } else if (!a.ready) {
+      // A plain call (zrt_all_reduce & co.) names no producer: it comes after the work the
+      // program already put on CUDA's legacy default stream, as a cudaMemcpy would. Without
+      // this a cudaMemset of the buffers just before the call could land after the result
+      // (seen on an H200, 2026-12-04).
+      cudaEvent_t before = nullptr;
+      check_cuda(cudaEventCreateWithFlags(&before, cudaEventDisableTiming), "cudaEventCreate");
+      cudaError_t err = cudaEventRecord(before, cudaStreamLegacy);
+      if (err == cudaSuccess) err = cudaStreamWaitEvent(stream_, before, 0);
+      cudaEventDestroy(before);  // released once the wait has passed it
+      check_cuda(err, "cudaStreamWaitEvent on the default stream");
+    } else {
       a.ready.synchronize();
+    }
     const int n = group_.size, me = group_.rank;
     const size_t es = dtype_size(a.dtype);
     const ncclDataType_t type = nccl_type(a.dtype);
-    const ncclRedOp_t op = a.op == ZRT_OP_AVG ? ncclAvg : ncclSum;
+    // NCCL before 2.29.7 leaves the last elements of a one-rank ncclAvg unwritten
+    // (NVIDIA/nccl#1950; seen here on an H200 with the CUDA 13 wheels' NCCL, 2026-12-04).
+    // On one rank the average is the sum, bit for bit.
+    const ncclRedOp_t op = a.op == ZRT_OP_AVG && n > 1 ? ncclAvg : ncclSum;
     const Shard own = shard_range(a.count, n, me);
     const size_t padded = own.shard * static_cast<size_t>(n);
     const bool even = padded == a.count;

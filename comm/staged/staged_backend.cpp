@@ -81,7 +81,12 @@ class StagedOp final : public BackendOp {
     char *staging_in =
         plan_.in_place ? static_cast<char *>(recv_.data()) : static_cast<char *>(send_.data());
     Stream &s = *backend.stream_;
-    s.wait(args.ready);
+    // A plain call (zrt_all_reduce & co.) names no producer: it comes after the work the
+    // program already put on its default stream, as a cudaMemcpy would. zerort's stream is
+    // non-blocking, so without this a cudaMemset of the buffers just before the call could
+    // land after the result (seen on an H200, 2026-12-04). On the emulated device the
+    // program's stream is the calling thread, done already.
+    s.wait(args.ready ? args.ready : backend.device_->wrap_stream(nullptr)->record());
     if (plan_.in != nullptr) s.copy(staging_in + plan_.in_at, plan_.in, plan_.in_bytes);
     copied_in_ = s.record();
     ticket_ = backend.order_.take();  // last: nothing after it may fail

@@ -33,7 +33,9 @@
  * between them) across nodes, mpi for small buffers across nodes. comm.backend
  * (ZRT_COMM_BACKEND) or zrt_comm_params_t names one instead; a buffer it cannot serve is
  * an error (ZRT_ERR_NOT_SUPPORTED) that names both. zrt_comm_backend() reports the choice
- * for large host buffers.
+ * for large host buffers. On CUDA device memory a collective starts after the work the
+ * program has already put on CUDA's (legacy) default stream, as cudaMemcpy does, and its
+ * result is in place when a blocking call returns.
  *
  * ## Watchdog
  * With a timeout (comm.timeout, ZRT_COMM_TIMEOUT, or the params' timeout), a collective
