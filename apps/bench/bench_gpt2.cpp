@@ -155,12 +155,13 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
     // GFLOP/s of the baseline, all ranks at once.
     auto gemm_gflops = [&](double seconds) { return gemms.flops() * size / seconds / 1e9; };
     const double sgemm_gflops = gemm_gflops(gemm_median);
+    // The copy of the layers' GELU and softmax loops this CPU runs (host_loops.hpp).
+    const char *loops = nn::host_loops::taken_for<float> ? nn::host_loops::isa() : "device kernels";
     if (rank == 0 && !opt.json) {
       fmt::print(
           "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step, "
           "{} rounds; GELU and softmax loops: {}\n",
-          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T, opt.steps,
-          nn::host_loops::taken_for<float> ? nn::host_loops::isa() : "device kernels");
+          cfg.name, P / 1e6, opt.stage, size, opt.global_batch, T, opt.steps, loops);
       fmt::print(
           "  gemm baseline   {:8.1f} ms  (KokkosBlas::gemm, same shapes, every rank) "
           "{:7.2f} GFLOP/s\n",
@@ -190,8 +191,7 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
                             {"zero_stage", opt.stage},
                             {"global_batch", opt.global_batch},
                             {"seq", T},
-                            {"host_loops", nn::host_loops::taken_for<float> ? nn::host_loops::isa()
-                                                                            : "device kernels"},
+                            {"host_loops", loops},
                             {"buckets", where},
                             {"shared_bytes", run.shared_bytes},
                             {"step_s", step_s},
