@@ -86,12 +86,14 @@ ZRT_API zrt_status_t zrt_comm_create(zrt_context_h context, MPI_Comm mpi_comm,
     Communicator::Options options = c.part<CommPart>().default_options();
     std::map<std::string, std::string> no_keys;
     comm_params_table().read(params, no_keys, options);
+    options.breaks_context = false;  // a program's communicator fails alone
     if (mpi_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
     std::unique_ptr<Communicator> comm;
     // Agreed, so a backend that fails on one rank fails the creation on all of them.
     run_agreed(mpi_comm,
                [&] { comm = std::make_unique<Communicator>(c, mpi_comm, options, false); });
     Communicator *raw = comm.get();
+    raw->set_agreed();
     raw->handle = comm_table().insert(std::move(comm));
     c.part<CommPart>().adopt(raw->handle);
     *comm_p = to_handle<zrt_comm_h>(raw->handle);

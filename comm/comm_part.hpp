@@ -17,7 +17,8 @@ class CommPart final : public ContextPart {
   explicit CommPart(Context &context);  // collective: creates the world communicator
   ~CommPart() override;
 
-  const char *name() const override { return "comm"; }
+  static constexpr const char *kPartName = "comm";
+  const char *name() const override { return kPartName; }
   void check_can_finalize() const override;
   void describe(nlohmann::json &out) const override;
 

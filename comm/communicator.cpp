@@ -3,14 +3,19 @@
 #include <algorithm>
 
 #include "comm/validate_args.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/context.hpp"
+#include "runtime/graveyard.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace zrt {
 
 Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world)
-    : context_(context), world_(world), deterministic_(options.deterministic) {
+    : context_(context),
+      world_(world),
+      deterministic_(options.deterministic),
+      breaks_context_(options.breaks_context) {
   if (user_comm == MPI_COMM_NULL) fail(ZRT_ERR_INVALID_ARGUMENT, "mpi_comm is MPI_COMM_NULL");
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter(mpi_comm)");
@@ -21,7 +26,8 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
   // On a throw the members go in reverse order: backends before the communicators.
   comm_ = MpiComm::dup(user_comm);
   // The set-up below (node grouping, shared windows, backend start) agrees on comm_.
-  agree_watch_ = std::make_unique<AgreementWatch>(comm_, options.timeout);
+  agree_watch_ = std::make_unique<AgreementWatch>(
+      comm_, options.timeout, options.breaks_context ? context.shared_breakage() : nullptr);
   check_comm_ = MpiComm::dup(comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -47,16 +53,31 @@ Communicator::Communicator(Context &context, MPI_Comm user_comm, const Options &
 
 Communicator::~Communicator() {
   // Rejected posts' checks still involve the other ranks: finish them before freeing
-  // (unless the watchdog has failed the communicator: then they may never finish).
-  while (!orphans_.empty() && failure_.empty())
+  // (unless the watchdog has failed the communicator or the context is broken: then they
+  // may never finish).
+  while (!orphans_.empty() && failure_.empty() && !context_.breakage().broken())
     progress();
+  if (!orphans_.empty() && failure_.empty())
+    fail_all(WatchVerdict{next_seq_, context_.breakage().why()});
   orphans_.clear();
-  watchdog_.reset();
   // After a timeout, MPI may still be running the abandoned collectives: it must keep their
   // communicators (Open MPI crashes progressing one whose communicator was freed) and the
-  // private memory they may write into, so those are left for MPI_Finalize.
-  const bool keep = !failure_.empty() || !agree_watch_->failure().empty();
-  if (keep) backends_->abandoned();
+  // private memory they may write into, so those are left for MPI_Finalize. The same when
+  // the context is broken elsewhere: the backends' collective frees (shared windows, UCX
+  // workers) would wait for ranks that may never come.
+  bool keep = !failure_.empty() || agree_watch_->given_up() || context_.breakage().broken();
+  if (!keep && agreed_ && size_ > 1) {
+    try {
+      watched_barrier(comm_, "barrier before freeing the communicator's backends");
+    } catch (const Error &) {
+      keep = true;  // timed out: the context is broken now, and says why
+    }
+  }
+  if (keep) {
+    bury(std::move(watchdog_));  // its messages to gone ranks are not waited for
+    backends_->abandoned();
+  }
+  watchdog_.reset();
   backends_.reset();  // before the MPI communicators and the memory they use
   if (keep) {
     memory_->abandon();
@@ -85,6 +106,10 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
   // check it goes straight to the backend): look for one now, whenever the last look was.
   last_watch_ = 0;
   watch_locked();
+  // Ranks out of step elsewhere in the context (an engine's agreement timed out, say):
+  // nothing new may wait for them.
+  if (failure_.empty() && context_.breakage().broken())
+    fail_all(WatchVerdict{next_seq_, context_.breakage().why()});
   Backend *backend = nullptr;
   int index = 0;
   try {
@@ -115,6 +140,7 @@ std::unique_ptr<Request> Communicator::post(CollArgs args) {
     throw;
   }
   ++next_seq_;
+  agreed_ = true;  // every rank posts the same collectives, so every rank has it
   auto request = std::make_unique<Request>(*this, args, *backend, index);
   ++live_requests_;
   if (check_args_) {
@@ -209,6 +235,7 @@ void Communicator::give_up(const std::string &why) {
 
 void Communicator::fail_all(const WatchVerdict &verdict) {
   failure_ = verdict.message;
+  if (breaks_context_) context_.breakage().mark(ZRT_ERR_TIMEOUT, verdict.message);
   log::error("{}", verdict.message);
   auto message_for = [&](const Request &r) {
     return r.args().seq == verdict.seq ? verdict.message

@@ -34,6 +34,10 @@ class Communicator {
     std::string backend = "auto";  // or a backend name
     bool deterministic = false;    // reductions sum in rank order (ordered_sum.hpp)
     double timeout = 0;            // seconds; 0: no watchdog
+    // Whether a timeout here breaks the context (runtime/breakage.hpp): so for the
+    // context's own communicators (the world's, the engines'); a program's communicator
+    // (zrt_comm_create) fails alone, and its ranks may go on with the others.
+    bool breaks_context = true;
   };
   Communicator(Context &context, MPI_Comm user_comm, const Options &options, bool world);
   ~Communicator();
@@ -67,6 +71,12 @@ class Communicator {
   void give_up(const std::string &why);
   // zrt_comm_mem_alloc / zrt_comm_mem_free.
   CommMemory &memory() { return *memory_; }
+  // Every rank has this communicator: its creation was agreed (its first post says the
+  // same). From then on the destructor meets the other ranks under the watch before the
+  // backends' collective frees, so that a rank that never comes (stopped, or stepping
+  // while this one tears down) is named after the timeout instead of waited for. Until
+  // then a rank whose creation failed unwinds the same frees without the meeting.
+  void set_agreed() { agreed_ = true; }
 
   // Requests created and not yet freed.
   int live_requests() const { return live_requests_.load(); }
@@ -103,6 +113,8 @@ class Communicator {
   // Set once the watchdog failed this communicator: every later post fails with it.
   std::string failure_;
   std::atomic<int> live_requests_{0};
+  bool agreed_ = false;
+  bool breaks_context_ = true;
 };
 
 }  // namespace zrt

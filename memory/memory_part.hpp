@@ -61,7 +61,8 @@ class MemoryPart final : public ContextPart {
   explicit MemoryPart(Context &context);
   ~MemoryPart() override;
 
-  const char *name() const override { return "memory"; }
+  static constexpr const char *kPartName = "memory";
+  const char *name() const override { return kPartName; }
   void describe(nlohmann::json &out) const override;
 
   // The context's pool of `space`, created on first use. Throws

@@ -32,7 +32,8 @@ Engine::Engine(Context &context, const EngineSettings &settings)
   options.timeout = context.config().get_double("comm.timeout");
   comm_ = std::make_unique<Communicator>(context, context.comm(), options, false);
   control_ = MpiComm::dup(context.comm());
-  control_watch_ = std::make_unique<AgreementWatch>(control_, comm_->timeout());
+  control_watch_ =
+      std::make_unique<AgreementWatch>(control_, comm_->timeout(), context.shared_breakage());
   rank_ = comm_->rank();
   nranks_ = comm_->size();
   bool on_device = settings.memory_space == EngineMemorySpace::Device;
@@ -42,6 +43,7 @@ Engine::Engine(Context &context, const EngineSettings &settings)
     int *have = reinterpret_cast<int *>(buffer.get());
     *have = context.part<MemoryPart>().device() != nullptr ? 1 : 0;
     MPI_Request request = MPI_REQUEST_NULL;
+    check_watched(control_, "agreement on engine.memory_space = auto");
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, have, 1, MPI_INT, MPI_MIN, control_, &request),
               "MPI_Iallreduce(engine.memory_space = auto)");
     wait_watched(control_, &request, "agreement on engine.memory_space = auto", {}, buffer);
@@ -55,10 +57,11 @@ Engine::Engine(Context &context, const EngineSettings &settings)
 }
 
 Engine::~Engine() {
-  // After an agreement of this engine timed out the ranks are out of step: nothing may
-  // wait for them again, so the communicator fails what is in flight and keeps its MPI
-  // communicators, and so does control_.
+  // After an agreement of this engine (or anything else of the context) timed out the
+  // ranks are out of step: nothing may wait for them again, so the communicator fails what
+  // is in flight and keeps its MPI communicators, and so does control_.
   std::string failed = control_watch_ ? control_watch_->failure() : std::string();
+  if (failed.empty() && context_.breakage().broken()) failed = context_.breakage().why();
   // A save destroy_engine could not settle (its ranks are gone): stopped, never published.
   if (pending_save_) pending_save_->abandon();
   pending_save_.reset();

@@ -73,6 +73,9 @@ class Engine {
  public:
   Engine(Context &context, const EngineSettings &settings);  // collective
   ~Engine();
+  // Every rank made its engine (zrt_engine_create agreed on it): see
+  // Communicator::set_agreed.
+  void creation_agreed() { comm_->set_agreed(); }
   Engine(const Engine &) = delete;
   Engine &operator=(const Engine &) = delete;
 

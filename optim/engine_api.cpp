@@ -97,6 +97,7 @@ ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_p
     check_same_settings(c.comm(), settings.agreed, "the engine's settings");
     std::unique_ptr<Engine> engine;
     run_agreed(c.comm(), [&] { engine = std::make_unique<Engine>(c, settings); });
+    engine->creation_agreed();
     uintptr_t h = engine_table().insert(std::move(engine));
     c.part<EnginePart>().adopt(h);
     *engine_p = to_handle<zrt_engine_h>(h);
@@ -106,8 +107,16 @@ ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_p
 
 ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine) {
   return abi_call("zrt_engine_destroy", [&] {
-    engine_from(engine);
+    Context &context = engine_from(engine).context();
+    const bool was_broken = context.breakage().broken();
     destroy_engine(handle_value(engine));
+    // The engine is gone either way; a timeout on the way is the caller's to know, since
+    // the ranks are out of step from now on (zrt_finalize will not wait for them either).
+    if (!was_broken && context.breakage().broken())
+      fail(context.breakage().status(),
+           "the engine is destroyed, but not every rank came to free its collective resources: "
+           "{}",
+           context.breakage().why());
     return ZRT_SUCCESS;
   });
 }

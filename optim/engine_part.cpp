@@ -24,19 +24,26 @@ HandleTable<ParamRef> &param_table() {
 }
 
 void destroy_engine(uintptr_t handle) {
+  engine_table().get(handle, "engine").context().part<EnginePart>().destroy(handle);
+}
+
+void EnginePart::destroy(uintptr_t handle) {
   Engine &e = engine_table().get(handle, "engine");
   // A save still writing in the background is published first, or its failure reported
-  // (collective, as the destroy is); the engine goes either way.
+  // (collective, as the destroy is); the engine goes either way. With the ranks out of
+  // step the save cannot be agreed on: ~Engine stops it unpublished.
   std::exception_ptr save_failed;
-  try {
-    e.settle_save(true);
-  } catch (...) {
-    save_failed = std::current_exception();
+  if (!e.context().breakage().broken()) {
+    try {
+      e.settle_save(true);
+    } catch (...) {
+      save_failed = std::current_exception();
+    }
   }
   for (uintptr_t p : e.param_handles)
     param_table().remove(p, "parameter");
   e.param_handles.clear();
-  e.context().part<EnginePart>().forget(handle);
+  engines_.erase(handle);
   engine_table().remove(handle, "engine");
   if (save_failed) std::rethrow_exception(save_failed);
 }
@@ -51,10 +58,12 @@ EnginePart::EnginePart(Context &context) {
 
 EnginePart::~EnginePart() {
   (void)registered;
+  // zrt_finalize with engines alive: each goes as zrt_engine_destroy would take it (this
+  // part is no longer among the context's, so it is not looked up).
   std::set<uintptr_t> left = engines_;
   for (uintptr_t e : left) {
     try {
-      destroy_engine(e);
+      destroy(e);
     } catch (const std::exception &err) {  // zrt_finalize has no caller to report it to
       log::error("{}", err.what());
     }

@@ -29,11 +29,15 @@ class EnginePart final : public ContextPart {
   ~EnginePart() override;
   ThreadPool &threads() { return *threads_; }
   const KernelTable &kernels() const { return *kernels_; }
-  const char *name() const override { return "optim"; }
+  static constexpr const char *kPartName = "optim";
+  const char *name() const override { return kPartName; }
   void describe(nlohmann::json &out) const override;
 
   void adopt(uintptr_t engine) { engines_.insert(engine); }
-  void forget(uintptr_t engine) { engines_.erase(engine); }
+  // Removes an engine, its parameter handles and its entry here. A background save still
+  // writing is published first (collective) unless the context is broken; its failure is
+  // rethrown after the engine is gone either way.
+  void destroy(uintptr_t engine);
 
  private:
   std::set<uintptr_t> engines_;
@@ -41,7 +45,7 @@ class EnginePart final : public ContextPart {
   std::unique_ptr<ThreadPool> threads_;
 };
 
-// Removes an engine, its parameter handles, and its entry in the context's part.
+// EnginePart::destroy of the engine's context.
 void destroy_engine(uintptr_t handle);
 
 }  // namespace zrt

@@ -31,6 +31,7 @@ AgreedStatus agree_status(MPI_Comm comm, zrt_status_t local, const std::string &
   int *first = reinterpret_cast<int *>(buffer.get());
   *first = failed ? rank : INT_MAX;
   MPI_Request request;
+  check_watched(comm, "agreement");
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, first, 1, MPI_INT, MPI_MIN, comm, &request),
             "MPI_Iallreduce(agreement on status)");
   wait_watched(comm, &request, "agreement", progress, buffer);
@@ -60,6 +61,7 @@ void watched_bcast(MPI_Comm comm, void *data, size_t bytes, int root, const char
   std::unique_ptr<char[]> buffer(new char[std::max<size_t>(bytes, 1)]);
   std::memcpy(buffer.get(), data, bytes);
   MPI_Request request;
+  check_watched(comm, what);
   check_mpi(MPI_Ibcast(buffer.get(), static_cast<int>(bytes), MPI_BYTE, root, comm, &request),
             what);
   wait_watched(comm, &request, what, {}, buffer);
@@ -82,6 +84,7 @@ void watched_allreduce(MPI_Comm comm, void *data, int count, MPI_Datatype type, 
   std::unique_ptr<char[]> buffer(new char[std::max<size_t>(bytes, 1)]);
   std::memcpy(buffer.get(), data, bytes);
   MPI_Request request;
+  check_watched(comm, what);
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.get(), count, type, op, comm, &request), what);
   wait_watched(comm, &request, what, {}, buffer);
   std::memcpy(data, buffer.get(), bytes);
@@ -96,6 +99,7 @@ void watched_allgather(MPI_Comm comm, const void *mine, int count, MPI_Datatype 
   std::unique_ptr<char[]> buffer(new char[std::max<size_t>(bytes * (1 + size), 1)]);
   std::memcpy(buffer.get(), mine, bytes);
   MPI_Request request;
+  check_watched(comm, what);
   check_mpi(
       MPI_Iallgather(buffer.get(), count, type, buffer.get() + bytes, count, type, comm, &request),
       what);
@@ -106,6 +110,7 @@ void watched_allgather(MPI_Comm comm, const void *mine, int count, MPI_Datatype 
 void watched_barrier(MPI_Comm comm, const char *what) {
   std::unique_ptr<char[]> no_buffer;
   MPI_Request request;
+  check_watched(comm, what);
   check_mpi(MPI_Ibarrier(comm, &request), what);
   wait_watched(comm, &request, what, {}, no_buffer);
 }

@@ -39,7 +39,8 @@ void pause_after(double waited) {
 
 }  // namespace
 
-AgreementWatch::AgreementWatch(MPI_Comm comm, double timeout) : comm_(comm), timeout_(timeout) {
+AgreementWatch::AgreementWatch(MPI_Comm comm, double timeout, std::shared_ptr<Breakage> breakage)
+    : comm_(comm), timeout_(timeout), breakage_(std::move(breakage)) {
   if (timeout_ > 0) watchdog_ = std::make_unique<Watchdog>(comm, timeout_, "agreement");
   std::lock_guard lock(watches().mutex);
   watches().by_comm[comm_] = this;
@@ -51,8 +52,9 @@ AgreementWatch::~AgreementWatch() {
     auto it = watches().by_comm.find(comm_);
     if (it != watches().by_comm.end() && it->second == this) watches().by_comm.erase(it);
   }
-  // A failed watch's duplicate may carry messages in flight to ranks that are gone.
-  if (!failure().empty()) bury(std::move(watchdog_));
+  // A failed watch's duplicate may carry messages in flight to ranks that are gone, and
+  // its destructor would give them a second to arrive: neither is waited for.
+  if (given_up()) bury(std::move(watchdog_));
 }
 
 AgreementWatch *AgreementWatch::find(MPI_Comm comm) {
@@ -66,6 +68,16 @@ std::string AgreementWatch::failure() const {
   return failure_;
 }
 
+void check_watched(MPI_Comm comm, const char *what) {
+  AgreementWatch *watch = AgreementWatch::find(comm);
+  if (watch == nullptr) return;
+  std::lock_guard lock(watch->mutex_);
+  if (!watch->failure_.empty())
+    fail(ZRT_ERR_TIMEOUT, "{} not attempted: this communicator's agreements failed earlier: {}",
+         what, watch->failure_);
+  if (watch->breakage_) watch->breakage_->check(what);
+}
+
 void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
                   const std::function<void()> &progress, std::unique_ptr<char[]> &buffer) {
   AgreementWatch *watch = AgreementWatch::find(comm);
@@ -77,6 +89,12 @@ void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
       fail(ZRT_ERR_TIMEOUT, "{} not attempted: this communicator's agreements failed earlier: {}",
            what, watch->failure_);
     }
+    if (watch->breakage_ && watch->breakage_->broken()) {
+      // The request was posted, but some rank may never take part: MPI keeps it.
+      *request = MPI_REQUEST_NULL;
+      bury(std::move(buffer));
+      watch->breakage_->check(what);
+    }
     oldest.seq = watch->posted_++;
     const char *function = current_function();
     oldest.what = fmt::format("{} #{}{}{}", what, oldest.seq, *function ? " in " : "", function);
@@ -86,7 +104,13 @@ void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
   double last_watch = start;
   for (;;) {
     int done = 0;
-    check_mpi(MPI_Test(request, &done, MPI_STATUS_IGNORE), what);
+    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS && watch != nullptr && watch->breakage_) {
+      // A peer may still be inside this collective, waiting for us: out of step.
+      watch->breakage_->mark(ZRT_ERR_MPI,
+                             fmt::format("{} failed in MPI: {}", what, mpi_error_string(rc)));
+    }
+    check_mpi(rc, what);
     if (done) return;
     if (progress) progress();
     const double now = Watchdog::now();
@@ -97,6 +121,7 @@ void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
           watch->watchdog_->poll(now, &oldest, watch->posted_, "mpi");
       if (verdict) {
         watch->failure_ = verdict->message;
+        if (watch->breakage_) watch->breakage_->mark(ZRT_ERR_TIMEOUT, verdict->message);
         log::error("{}", verdict->message);
         bury(std::move(buffer));
         *request = MPI_REQUEST_NULL;  // MPI keeps the collective; we never wait on it again

@@ -15,6 +15,11 @@
 // The owner of the communicator (the context, an engine) creates the watch right after the
 // communicator; the waits find it by the MPI_Comm. Waits on a communicator without one
 // still yield the core while they wait, but have no deadline.
+//
+// A watch made with its context's Breakage (runtime/breakage.hpp) marks the context broken
+// when it fails or when MPI fails under one of its waits, and fails every wait at once,
+// without posting anything, once the context is broken (by any of its watches or
+// communicators): ranks out of step must not be waited for again, by anyone.
 #pragma once
 
 #include <mpi.h>
@@ -24,14 +29,17 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/breakage.hpp"
+
 namespace zrt {
 
 class Watchdog;
 
 class AgreementWatch {
  public:
-  // Collective over comm. timeout in seconds; 0 watches nothing (no deadline).
-  AgreementWatch(MPI_Comm comm, double timeout);
+  // Collective over comm. timeout in seconds; 0 watches nothing (no deadline). breakage:
+  // the context's, or nullptr for a watch that answers for itself only.
+  AgreementWatch(MPI_Comm comm, double timeout, std::shared_ptr<Breakage> breakage = nullptr);
   ~AgreementWatch();
   AgreementWatch(const AgreementWatch &) = delete;
   AgreementWatch &operator=(const AgreementWatch &) = delete;
@@ -42,17 +50,28 @@ class AgreementWatch {
   // Why this communicator's agreements fail, or "" while they work.
   std::string failure() const;
   double timeout() const { return timeout_; }
+  const std::shared_ptr<Breakage> &breakage() const { return breakage_; }
+  // Whether waits on this communicator may no longer be attempted: the watch failed, or
+  // its context is broken.
+  bool given_up() const { return !failure().empty() || (breakage_ && breakage_->broken()); }
 
  private:
   friend void wait_watched(MPI_Comm, MPI_Request *, const char *, const std::function<void()> &,
                            std::unique_ptr<char[]> &);
+  friend void check_watched(MPI_Comm, const char *);
   MPI_Comm comm_;
   double timeout_;
   std::unique_ptr<Watchdog> watchdog_;
+  std::shared_ptr<Breakage> breakage_;
   mutable std::mutex mutex_;
   uint64_t posted_ = 0;  // agreements this rank has started on comm_
   std::string failure_;
 };
+
+// Throws what wait_watched would throw at once (comm's watch failed earlier, or its
+// context is broken) without waiting: called before an operation is posted, so that none is
+// left in MPI for a communicator its owner may then free. Local.
+void check_watched(MPI_Comm comm, const char *what);
 
 // Waits for request, an operation on comm that every rank of comm takes part in, calling
 // progress() (if given) between tests and yielding the core. what names it ("agreement

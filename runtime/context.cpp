@@ -123,7 +123,8 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     run_agreed(comm_,
                [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
     // From here on every agreement on comm_ has comm.timeout as its deadline.
-    comm_watch_ = std::make_unique<AgreementWatch>(comm_, config_.get_double("comm.timeout"));
+    comm_watch_ =
+        std::make_unique<AgreementWatch>(comm_, config_.get_double("comm.timeout"), breakage_);
     // Before anything acts on them: ranks with different backends would hang in set-up.
     check_same_settings(comm_, config_.agreed_settings(), "zerort's settings");
     log_level_ = parse_level(config_.get_string("log_level"));
@@ -166,12 +167,26 @@ Context::~Context() {
   topology_.reset();
   // After an agreement timed out, MPI may still run it on comm_: give comm_ up (MPI_Finalize
   // reclaims it) rather than free it under a pending collective.
-  const bool keep = comm_watch_ && !comm_watch_->failure().empty();
+  const bool keep = breakage_->broken() || (comm_watch_ && !comm_watch_->failure().empty());
   comm_watch_.reset();
+  if (keep) {
+    node_comm_.abandon();
+    comm_.abandon();
+  }
   node_comm_.reset();
-  if (keep) comm_.abandon();
   comm_.reset();  // before MPI may be finalized
-  mpi_release(owns_mpi_);
+  // MPI_Finalize waits for every process of the job: one that is stopped or hung would
+  // hold this one for ever. It is left to MPI_Abort (or the process's exit, which the
+  // launcher takes as a failed job).
+  if (keep && owns_mpi_) {
+    log::error(
+        "MPI_Finalize not called: the ranks are out of step ({}); end the job with "
+        "MPI_Abort",
+        breakage_->why());
+    mpi_abandon();
+  } else {
+    mpi_release(owns_mpi_);
+  }
 }
 
 void Context::check_can_finalize() const {

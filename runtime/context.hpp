@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/agreement_watch.hpp"
+#include "runtime/breakage.hpp"
 #include "runtime/config.hpp"
 #include "runtime/handle_table.hpp"
 #include "runtime/mpi_comm.hpp"
@@ -62,8 +63,13 @@ class Context {
   T &part() const {
     for (const auto &p : parts_)
       if (auto *t = dynamic_cast<T *>(p.get())) return *t;
-    fail(ZRT_ERR_INTERNAL, "context has no {} part", typeid(T).name());
+    fail(ZRT_ERR_INTERNAL, "this context has no {} part (finalized?)", T::kPartName);
   }
+
+  // Whether the ranks are out of step (runtime/breakage.hpp): marked by the context's
+  // agreement watches and communicators; teardown then waits for no other rank.
+  Breakage &breakage() const { return *breakage_; }
+  const std::shared_ptr<Breakage> &shared_breakage() const { return breakage_; }
 
   void check_can_finalize() const;
   nlohmann::json describe() const;
@@ -71,6 +77,7 @@ class Context {
   uintptr_t handle = 0;  // this context's own handle value
 
  private:
+  std::shared_ptr<Breakage> breakage_ = std::make_shared<Breakage>();
   MpiComm comm_;
   std::unique_ptr<AgreementWatch> comm_watch_;  // deadlines for the agreements on comm_
   MpiComm node_comm_;

@@ -81,8 +81,18 @@ ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
 
 ZRT_API zrt_status_t zrt_finalize(zrt_context_h context) {
   return abi_call("zrt_finalize", [&] {
-    context_from(context).check_can_finalize();
+    Context &c = context_from(context);
+    c.check_can_finalize();
+    const std::shared_ptr<Breakage> breakage = c.shared_breakage();
     context_table().remove(handle_value(context), "context");
+    // Everything is released either way. A broken context's ranks are out of step: its
+    // teardown waited for no other rank, and MPI_Finalize would (for ever, for a stopped
+    // one), so the caller learns it and ends the job.
+    if (breakage->broken())
+      fail(breakage->status(),
+           "the context is finalized without waiting for other ranks, which are out of step "
+           "since {}; end the job with MPI_Abort (MPI_Finalize would wait for them)",
+           breakage->why());
     return ZRT_SUCCESS;
   });
 }

@@ -25,6 +25,7 @@ MpiComm MpiComm::dup(MPI_Comm comm, const char *what) {
   MPI_Comm *out = reinterpret_cast<MPI_Comm *>(buffer.get());
   *out = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
+  check_watched(comm, what);
   check_mpi(MPI_Comm_idup(comm, out, &request), what);
   wait_watched(comm, &request, what, {}, buffer);
   return returning_errors(*out);

@@ -12,6 +12,7 @@ namespace {
 std::mutex g_mutex;
 bool g_zerort_initialized = false;  // MPI_Init_thread was called by zerort
 int g_owned_contexts = 0;           // contexts alive that hold MPI initialized by zerort
+bool g_abandoned = false;           // some context's ranks went out of step: never finalize
 }  // namespace
 
 bool mpi_acquire(int *thread_level) {
@@ -38,11 +39,17 @@ bool mpi_acquire(int *thread_level) {
 void mpi_release(bool owned) noexcept {
   if (!owned) return;
   std::lock_guard lock(g_mutex);
-  if (--g_owned_contexts == 0) {
+  if (--g_owned_contexts == 0 && !g_abandoned) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
   }
+}
+
+void mpi_abandon() noexcept {
+  std::lock_guard lock(g_mutex);
+  g_abandoned = true;
+  --g_owned_contexts;
 }
 
 }  // namespace zrt

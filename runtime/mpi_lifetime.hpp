@@ -11,5 +11,9 @@ bool mpi_acquire(int *thread_level);
 // Drops one reference taken by mpi_acquire; finalizes MPI when zerort initialized it and
 // no context is left.
 void mpi_release(bool owned) noexcept;
+// Drops a reference taken by mpi_acquire that returned true, and makes sure zerort never
+// finalizes MPI: for a context whose ranks are out of step (MPI_Finalize would wait for a
+// stopped or hung peer for ever).
+void mpi_abandon() noexcept;
 
 }  // namespace zrt

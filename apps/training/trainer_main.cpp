@@ -5,6 +5,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <stdexcept>
+
 #include "divergence.hpp"
 #include "signals.hpp"
 
@@ -27,6 +29,11 @@ bool AppWorld::agreed(const std::function<void()> &part) const {
   int failed_rank = -1;
   const zrt_status_t st = zrt_comm_agree_status(
       comm_, error.empty() ? ZRT_SUCCESS : ZRT_ERR_INVALID_ARGUMENT, &failed_rank);
+  // The agreement itself failed (a rank stopped or died: the ranks are out of step): no
+  // rank was named, so each says what it knows, and the job ends (trainer_main aborts).
+  if (st != ZRT_SUCCESS && failed_rank < 0)
+    throw std::runtime_error(error.empty() ? zrt_last_error_message()
+                                           : error + "; then " + zrt_last_error_message());
   // The lowest failing rank speaks; usually every rank failed alike (a bad option).
   if (st != ZRT_SUCCESS && rank_ == failed_rank)
     fmt::print(stderr, "{}: {}{}\n", program_, rank_ > 0 ? fmt::format("rank {}: ", rank_) : "",
@@ -69,10 +76,17 @@ int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
         if (rank == 0) fmt::print(stderr, "{}: {}\n", program, e.what());
         rc = 1;
       } catch (const std::exception &e) {
+        // Another rank may be stopped, dead or inside a collective: only an abort ends the
+        // job on every rank (zerort released what it held without waiting for them).
         fmt::print(stderr, "{}: rank {}: {}\n", program, rank, e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
-      zrt_finalize(ctx);
+      // A failure here means the ranks went out of step (MPI_Finalize would wait for a
+      // stopped one for ever).
+      if (zrt_finalize(ctx) != ZRT_SUCCESS) {
+        fmt::print(stderr, "{}: rank {}: {}\n", program, rank, zrt_last_error_message());
+        MPI_Abort(MPI_COMM_WORLD, rc != 0 ? rc : 1);
+      }
     }
   }
   MPI_Finalize();

@@ -28,10 +28,12 @@ SharedSegments::SharedSegments(MPI_Comm comm)
   MPI_Comm_size(comm_, &size_);
   // The deadline of the communicator these segments serve.
   const AgreementWatch *parent = AgreementWatch::find(comm);
-  watch_ = std::make_unique<AgreementWatch>(comm_, parent != nullptr ? parent->timeout() : 0);
+  watch_ = std::make_unique<AgreementWatch>(comm_, parent != nullptr ? parent->timeout() : 0,
+                                            parent != nullptr ? parent->breakage() : nullptr);
 }
 
 SharedSegments::~SharedSegments() {
+  if (!abandoned_ && watch_->given_up()) abandoned_ = true;
   if (!abandoned_ && !segments_.empty()) {
     // MPI_Win_free waits for every rank of the window and has no deadline: meet first
     // under the watch, so that a rank that never comes is named instead of waited for.
@@ -41,7 +43,7 @@ SharedSegments::~SharedSegments() {
       abandoned_ = true;  // the windows stay mapped until the process ends
     }
   }
-  if (abandoned_ || !watch_->failure().empty()) {
+  if (abandoned_ || watch_->given_up()) {
     watch_.reset();
     comm_.abandon();
     return;

@@ -87,6 +87,7 @@ class ShmBackend final : public Backend {
   SharedBuffers *shared_buffers() override { return segments_.get(); }
   void abandoned() override {
     if (segments_) segments_->abandon();
+    if (channel_) channel_->abandon();
   }
 
   // The building blocks, for the hierarchical backend: one operation running a

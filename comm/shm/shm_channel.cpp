@@ -60,7 +60,7 @@ ShmChannel::ShmChannel(MPI_Comm comm, size_t slot_bytes, int depth)
 }
 
 ShmChannel::~ShmChannel() {
-  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (win_ != MPI_WIN_NULL && !abandoned_) MPI_Win_free(&win_);
 }
 
 bool ShmChannel::can_produce(uint64_t s) const {

@@ -28,7 +28,10 @@ class ShmChannel {
   // Collective over comm, whose ranks must share memory. slot_bytes is rounded up to a
   // multiple of 64 (a cache line); depth >= 2.
   ShmChannel(MPI_Comm comm, size_t slot_bytes, int depth);
-  ~ShmChannel();  // collective (MPI_Win_free)
+  ~ShmChannel();  // collective (MPI_Win_free), unless abandoned
+  // A peer may never free its part (an operation was abandoned, or the context is
+  // broken): the destructor leaves the window mapped until the process ends. Local.
+  void abandon() { abandoned_ = true; }
   ShmChannel(const ShmChannel &) = delete;
   ShmChannel &operator=(const ShmChannel &) = delete;
 
@@ -74,6 +77,7 @@ class ShmChannel {
   std::vector<Control *> control_;  // per rank, mapped
   std::vector<char *> slots_;       // per rank, mapped
   uint64_t next_produce_ = 0, next_consume_ = 0, next_reserved_ = 0;
+  bool abandoned_ = false;
 };
 
 }  // namespace zrt

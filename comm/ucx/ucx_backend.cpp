@@ -451,6 +451,7 @@ class UcxBackend final : public Backend {
   }
 
   const char *name() const override { return "ucx"; }
+  void abandoned() override { worker_->abandon(); }
 
   void describe(nlohmann::json &out) const override {
     out["transports"] = worker_->transports();

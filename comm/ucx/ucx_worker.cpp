@@ -164,7 +164,8 @@ UcxWorker::~UcxWorker() {
 void UcxWorker::close() {
   // Every collective has completed (or was abandoned): nothing needs the peers any more,
   // so endpoints close without a handshake; the barrier keeps every worker alive until no
-  // peer holds an open endpoint to it.
+  // peer holds an open endpoint to it. The communicator met under its watch before this
+  // (Communicator::~Communicator), so every rank is here; an abandoned worker skips it.
   std::vector<void *> closing;
   for (ucp_ep_h ep : eps_) {
     if (ep == nullptr) continue;
@@ -179,7 +180,7 @@ void UcxWorker::close() {
       ucp_worker_progress(worker_);
     ucp_request_free(r);
   }
-  if (!eps_.empty()) MPI_Barrier(comm_);
+  if (!eps_.empty() && !abandoned_) MPI_Barrier(comm_);
   eps_.clear();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);

@@ -44,7 +44,10 @@ class UcxWorker {
   // addresses, connects to every peer. Throws Error(ZRT_ERR_BACKEND) naming UCX's reason
   // and the transports asked for (UCX_TLS) when UCX cannot start.
   explicit UcxWorker(MPI_Comm comm);
-  ~UcxWorker();  // collective over the same comm
+  ~UcxWorker();  // collective over the same comm, unless abandoned
+  // Some peer may never come to the destructor's barrier (its context is broken): the
+  // destructor closes the endpoints without it. Local.
+  void abandon() { abandoned_ = true; }
   UcxWorker(const UcxWorker &) = delete;
   UcxWorker &operator=(const UcxWorker &) = delete;
 
@@ -65,6 +68,7 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> eps_;
   std::string transports_;
+  bool abandoned_ = false;
 };
 
 }  // namespace zrt

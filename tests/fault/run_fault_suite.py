@@ -2,24 +2,31 @@
 """The fault suite: zerort jobs with one fault injected, each bounded in time, checking the
 exit status, the time to exit and the message every surviving rank prints.
 
-    run_fault_suite.py FAULT_JOB ZRT_CKPT MPIEXEC [CASE...]
+    run_fault_suite.py FAULT_JOB ZRT_CKPT MPIEXEC APPS_DIR [CASE...]
 
-FAULT_JOB is tests/fault/fault_job.cpp's program, ZRT_CKPT the zrt-ckpt tool, MPIEXEC
-scripts/mpirun-local. With no CASE every case runs.
+FAULT_JOB is tests/fault/fault_job.c's program, ZRT_CKPT the zrt-ckpt tool, MPIEXEC
+scripts/mpirun-local, APPS_DIR the folder of zrt-gpt2 and zrt-bert ("-" in a build without
+them: their cases are skipped; run from the source tree, where the trainers find their
+prepared data). With no CASE every case runs.
 """
+import concurrent.futures
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TIMEOUT = 4.0  # ZRT_COMM_TIMEOUT of the jobs that wait for a stuck rank
 GRACE = 20.0  # what a verdict may take beyond it on 2 oversubscribed cores (MPI start too)
 
-job, zrt_ckpt, mpiexec = sys.argv[1:4]
-wanted = sys.argv[4:]
+job, zrt_ckpt, mpiexec, apps = sys.argv[1:5]
+apps = apps if os.path.exists(os.path.join(apps, "zrt-gpt2")) else None
+wanted = sys.argv[5:]
 failures = []
+STOP_BY = 10.0  # the launcher must exit within the timeout and this after a rank stopped
 
 
 def kill_session(p):
@@ -34,21 +41,49 @@ def kill_session(p):
         time.sleep(0.05)
 
 
-def launch(cmd, env=None, limit=120):
+def launch(cmd, env=None, limit=120, on_line=None):
     """Runs cmd in a session of its own, so that a hung job (stopped ranks included) is
-    killed whole; returns (exit status or None on a hang, output, seconds)."""
+    killed whole; returns (exit status or None on a hang, output, seconds). on_line(p, line)
+    sees each line of output as it comes."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     start = time.monotonic()
     p = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, errors="replace", start_new_session=True)
+    lines = []
+
+    def read():
+        for line in p.stdout:
+            lines.append(line)
+            if on_line:
+                on_line(p, line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        out, _ = p.communicate(timeout=limit)
-        return p.returncode, out, time.monotonic() - start
+        p.wait(timeout=limit)
+        rc = p.returncode
     except subprocess.TimeoutExpired:
         kill_session(p)
-        out, _ = p.communicate()
-        return None, out, time.monotonic() - start
+        rc = None
+    reader.join(timeout=10)
+    return rc, "".join(lines), time.monotonic() - start
+
+
+def rank_pid(session, rank):
+    """The process of MPI rank `rank` among the processes of a launcher's session."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.getsid(int(pid)) != session:
+                continue
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+            return int(pid)
+    return None
 
 
 def run(np, args, env=None, limit=120, mpi_args=()):
@@ -283,6 +318,173 @@ def case_disk_full():
                   f"previous checkpoint verifies; the next save succeeded")
 
 
+def released_without_waiting(case, output, ranks, victim):
+    """Every survivor released its engine and context at once, and zrt_finalize told it that
+    the ranks are out of step (so it ended the job with MPI_Abort)."""
+    for r in ranks:
+        if r == victim:
+            continue
+        m = re.search(rf"^rank {r}: released in ([\d.]+) s \(zrt_engine_destroy: (\w[\w ]*), "
+                      r"zrt_finalize: timed out: zrt_finalize: the context is finalized without "
+                      r"waiting for other ranks", output, re.M)
+        if not check(case, m is not None,
+                     f"rank {r} did not release its engine and context, or zrt_finalize did "
+                     f"not say the ranks are out of step", output):
+            return
+        check(case, float(m.group(1)) < 2.0,
+              f"rank {r} took {m.group(1)} s to release what it holds (it waited)", output)
+
+
+def stop_then_end(case, cmd, np, victim, stop_on, env, pattern, limit=120, stop_marker=None):
+    """Runs cmd; stop_on(line) says when the victim stops (the fault job stops itself and
+    says so; a trainer is sent SIGSTOP). Checks that the launcher exits non-zero within
+    TIMEOUT + STOP_BY s of the stop and that every survivor names the victim."""
+    stopped = []
+
+    def on_line(p, line):
+        if stopped or not stop_on(line):
+            return
+        if stop_marker is None:  # a trainer: stop its process now
+            pid = rank_pid(p.pid, victim)
+            if pid:
+                os.kill(pid, signal.SIGSTOP)
+        stopped.append(time.monotonic())
+
+    full_env = {"ZRT_COMM_TIMEOUT": str(TIMEOUT)}
+    full_env.update(env)
+    start = time.monotonic()
+    rc, out, seconds = launch(cmd, full_env, limit=limit, on_line=on_line)
+    if not check(case, rc is not None, f"no exit within {limit} s (a hang)", out):
+        return None
+    if not check(case, bool(stopped), "the victim never stopped", out):
+        return None
+    after = start + seconds - stopped[0]
+    check(case, rc != 0, "exit status 0", out)
+    check(case, after < TIMEOUT + STOP_BY,
+          f"the launcher exited {after:.1f} s after the stop (> timeout {TIMEOUT} + {STOP_BY})",
+          out)
+    return out, after
+
+
+def case_stopped_jobs():
+    """fault_job (C) with a rank stopped in the step, in a save, in the commit, at np 2 and 4,
+    on the shm, mpi and ucx backends: every survivor fails naming the victim, releases at
+    once, and the job ends."""
+    where = {"step-stop": r"agreement #\d+ in zrt_engine_step|reduce_scatter #\d+",
+             "save-stop": r"in zrt_checkpoint_save",
+             "commit-stop": r"in zrt_engine_commit"}
+    def one(backend, np, mode, what):
+        case = f"stopped {mode} np{np} {backend}"
+        victim = np - 1
+        with tempfile.TemporaryDirectory() as d:
+            r = stop_then_end(
+                case, [mpiexec, str(np), job, mode, "--victim", str(victim), "--at", "3",
+                       "--save", d], np, victim,
+                lambda line: line.startswith(f"rank {victim}: stopping itself"),
+                {"ZRT_COMM_BACKEND": backend}, what, stop_marker=True)
+        if r is None:
+            return
+        out, after = r
+        survivors_name(case, out, range(np), victim,
+                       rf"({what}).* did not complete within {TIMEOUT:g} s: rank "
+                       rf"{victim} did not answer")
+        released_without_waiting(case, out, range(np), victim)
+        if case not in failures:
+            print(f"ok [{case}]: every survivor named rank {victim}, released at once; the job "
+                  f"ended {after:.1f} s after the stop", flush=True)
+
+    # Two jobs at a time: their survivors spend the timeout asleep.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(one, backend, np, mode, what) for backend in ("shm", "mpi", "ucx")
+                for np in (2, 4) for mode, what in where.items()]
+        for r in runs:
+            r.result()
+
+
+def case_async_save_stop():
+    case = "stopped async save"
+    with tempfile.TemporaryDirectory() as d:
+        r = stop_then_end(case, [mpiexec, "2", job, "async-save-stop", "--victim", "1", "--at",
+                                 "3", "--save", d], 2, 1,
+                          lambda line: line.startswith("rank 1: stopping itself"), {}, "",
+                          stop_marker=True)
+    if r is None:
+        return
+    out, after = r
+    survivors_name(case, out, range(2), 1,
+                   r"zrt_checkpoint_wait: checkpoint .* was not saved: .* did not complete "
+                   rf"within {TIMEOUT:g} s: rank 1 did not answer")
+    released_without_waiting(case, out, range(2), 1)
+    if case not in failures:
+        print(f"ok [{case}]: the wait failed naming rank 1, released at once; the job ended "
+              f"{after:.1f} s after the stop")
+
+
+def case_destroy_early():
+    # One rank destroys its engine and finalizes (an error of its own) while the other
+    # steps: the stepping rank times out in the step; the destroying one times out in the
+    # destroy's meeting instead of waiting in MPI_Win_free for ever; both end.
+    case = "destroy early"
+    rc, out, seconds = run(2, ["destroy-early", "--victim", "1", "--at", "3"],
+                           {"ZRT_COMM_TIMEOUT": str(TIMEOUT)}, limit=TIMEOUT + GRACE + 60)
+    if not check(case, rc is not None, "no exit (a hang)", out):
+        return
+    check(case, rc != 0, "exit status 0", out)
+    check(case, seconds < TIMEOUT + GRACE, f"took {seconds:.1f} s", out)
+    survivors_name(case, out, [0], 1, r"agreement #\d+ in zrt_engine_step did not complete "
+                   rf"within {TIMEOUT:g} s: rank 1 did not answer")
+    released_without_waiting(case, out, [0], 1)
+    check(case, re.search(r"^rank 1: released in [\d.]+ s \(zrt_engine_destroy: timed out, "
+                          r"zrt_finalize: timed out", out, re.M) is not None,
+          "rank 1's destroy did not time out and say so", out)
+    if case not in failures:
+        print(f"ok [{case}]: the stepping rank and the destroying rank both ended, in "
+              f"{seconds:.1f} s")
+
+
+# The trainers, stopped from outside: in the step (after rank 0's step 3 line), in a save
+# (when the victim's debug log says it wrote its blocks, before the save's last agreement),
+# in the commit (when the victim's engine exists, before its parameters are registered).
+TRAINER_STOPS = {
+    "step": (lambda v, n: (lambda line: re.match(r"step +3/", line) is not None)),
+    "save": (lambda v, n: (lambda line: line.startswith(
+        f"[zerort {v}/{n} debug] checkpoint write on this rank"))),
+    "commit": (lambda v, n: (lambda line: line.startswith(f"[zerort {v}/{n} debug] engine: "))),
+}
+
+
+def case_trainers_stopped():
+    if apps is None:
+        print("skip [trainers stopped]: this build has no zrt-gpt2 (Kokkos off)")
+        return
+    runs = [("zrt-gpt2", "step", 4, "shm"), ("zrt-gpt2", "save", 2, "mpi"),
+            ("zrt-gpt2", "commit", 4, "ucx"), ("zrt-bert", "step", 2, "ucx"),
+            ("zrt-bert", "save", 4, "shm"), ("zrt-bert", "commit", 2, "mpi")]
+    for program, where, np, backend in runs:
+        case = f"{program} stopped in the {where} np{np} {backend}"
+        victim = np - 1
+        with tempfile.TemporaryDirectory() as d:
+            model = (["--config", "d2"] if program == "zrt-gpt2" else
+                     ["--config", "bert-tiny", "--seq", "32"])
+            cmd = [mpiexec, str(np), os.path.join(apps, program), *model, "--steps", "1000",
+                   "--batch", "2", "--log-every", "1", "--eval-every", "0", "--save",
+                   os.path.join(d, "ckpt.h5"), "--save-every", "2"]
+            if program == "zrt-gpt2":
+                cmd += ["--sample-every", "-1"]
+            env = {"ZRT_COMM_BACKEND": backend, "ZRT_LOG_LEVEL": "debug",
+                   "OPENBLAS_NUM_THREADS": "1"}
+            r = stop_then_end(case, cmd, np, victim, TRAINER_STOPS[where](victim, np), env, "",
+                              limit=180)
+        if r is None:
+            continue
+        out, after = r
+        check(case, re.search(rf"{program}: rank \d+: .*did not complete within {TIMEOUT:g} s: "
+                              rf"rank {victim} did not answer", out) is not None,
+              f"no survivor named rank {victim}", out)
+        if case not in failures:
+            print(f"ok [{case}]: the job ended {after:.1f} s after rank {victim} stopped")
+
+
 CASES = {
     "step-stop": case_step_stop,
     "collective-stop": case_collective_stop,
@@ -294,6 +496,10 @@ CASES = {
     "nan-unchecked": case_nan_unchecked,
     "killed-saves": case_killed_saves,
     "disk-full": case_disk_full,
+    "stopped-jobs": case_stopped_jobs,
+    "async-save-stop": case_async_save_stop,
+    "destroy-early": case_destroy_early,
+    "trainers-stopped": case_trainers_stopped,
 }
 
 for name, fn in CASES.items():

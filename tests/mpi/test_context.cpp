@@ -1,5 +1,12 @@
 // Context queries, placement, several contexts at once, and faked nodes.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mpi_fixture.hpp"
@@ -97,4 +104,66 @@ TEST(Context, RanksPerNodeFakesNodes) {
   EXPECT_EQ(a.local_rank, test::rank() % 2);
   EXPECT_EQ(a.local_size, std::min(2, test::size() - 2 * (test::rank() / 2)));
   EXPECT_EQ(zrt_finalize(ctx), ZRT_SUCCESS);
+}
+
+TEST(Context, FinalizeReleasesLiveEnginesCommunicatorsPoolsAndSavesAndTheirHandlesGoStale) {
+  zrt_context_h ctx = nullptr;
+  ASSERT_EQ(zrt_init(MPI_COMM_WORLD, nullptr, &ctx), ZRT_SUCCESS) << test::last_error();
+  zrt_engine_params_t p = {};
+  p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
+  p.stage = 3;
+  zrt_engine_h engine = nullptr;
+  ASSERT_EQ(zrt_engine_create(ctx, &p, &engine), ZRT_SUCCESS) << test::last_error();
+  int64_t shape = 300;
+  zrt_param_h w = nullptr;
+  ASSERT_EQ(zrt_param_register(engine, "w", ZRT_DTYPE_FP32, 1, &shape, &w), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_engine_commit(engine), ZRT_SUCCESS) << test::last_error();
+  zrt_comm_h comm = nullptr;
+  ASSERT_EQ(zrt_comm_create(ctx, MPI_COMM_WORLD, nullptr, &comm), ZRT_SUCCESS);
+  zrt_pool_h pool = nullptr;
+  ASSERT_EQ(zrt_pool_create(ctx, nullptr, &pool), ZRT_SUCCESS) << test::last_error();
+  void *block = nullptr;
+  ASSERT_EQ(zrt_pool_alloc(pool, 4096, ZRT_LIFETIME_LONG, &block), ZRT_SUCCESS);
+  // A save still writing when the context goes: finalize publishes it.
+  const std::string path =
+      fmt::format("/tmp/zrt-finalize-live-{}.h5", test::rank() == 0 ? getpid() : 0);
+  std::string shared = path;
+  shared.resize(256);
+  MPI_Bcast(shared.data(), 256, MPI_CHAR, 0, MPI_COMM_WORLD);
+  shared.resize(std::strlen(shared.c_str()));
+  zrt_checkpoint_request_h save = nullptr;
+  ASSERT_EQ(zrt_checkpoint_save_async(engine, shared.c_str(), nullptr, &save), ZRT_SUCCESS)
+      << test::last_error();
+  // A request in flight on a communicator is refused, naming it; nothing is destroyed.
+  double x = 1, y = 0;
+  zrt_request_h request = nullptr;
+  ASSERT_EQ(zrt_all_reduce_post(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &request),
+            ZRT_SUCCESS);
+  EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_STATE);
+  EXPECT_TRUE(test::mentions("1 request(s) on a communicator of"));
+  ASSERT_EQ(zrt_request_wait(request), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_request_free(request), ZRT_SUCCESS);
+
+  ASSERT_EQ(zrt_finalize(ctx), ZRT_SUCCESS) << test::last_error();
+  // Every handle the context made is stale now: errors, never a crash, no C++ names.
+  zrt_step_report_t report = {};
+  EXPECT_EQ(zrt_engine_step(engine, &report), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_TRUE(test::mentions("engine"));
+  EXPECT_EQ(test::last_error().find("N3zrt"), std::string::npos) << test::last_error();
+  EXPECT_EQ(zrt_param_gather(engine, w), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_engine_destroy(engine), ZRT_ERR_INVALID_HANDLE);
+  int rank = -1;
+  EXPECT_EQ(zrt_comm_rank(comm, &rank), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_ERR_INVALID_HANDLE);
+  void *more = nullptr;
+  EXPECT_EQ(zrt_pool_alloc(pool, 64, ZRT_LIFETIME_LONG, &more), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_pool_free(pool, block), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_HANDLE);
+  // The save was published before the engine went; its request reports it.
+  EXPECT_EQ(zrt_checkpoint_wait(save), ZRT_SUCCESS) << test::last_error();
+  size_t length = 0;
+  EXPECT_EQ(zrt_checkpoint_describe(shared.c_str(), nullptr, 0, &length), ZRT_SUCCESS)
+      << test::last_error();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(shared.c_str());
 }

@@ -24,6 +24,9 @@ CASE is one of:
               ends with an uninterrupted job's checkpoint
   requeuecap  a program that fails after its checkpoint: requeued once, then the job stops
               because it failed the same way twice, saying so
+  rankstop    one task stopped (SIGSTOP) mid-run, ZRT_COMM_TIMEOUT=5: the survivors name it
+              within the timeout and abort; the job ends FAILED at once (not at its time
+              limit), requeues itself from its last checkpoint, resumes and completes
   rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
               limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
@@ -354,6 +357,55 @@ with tempfile.TemporaryDirectory() as tmp:
         check(attempts == ["restart 0 status 3 progress progress checkpoint step 3",
                            "restart 1 status 3 progress none checkpoint step 3"],
               f"the job's folder records both runs ({attempts})")
+        if failures:
+            print(text[-3000:])
+
+    elif case == "rankstop":
+        # A node that hangs (a stopped task) rather than dies: the survivors' collectives
+        # time out, they name the task and abort, and the job ends instead of holding its
+        # nodes until the time limit; its checkpoints let it requeue and finish.
+        log = os.path.join(tmp, "job.out")
+        job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"), os.path.join(tmp, "runs"),
+                              log, gpt2_args + ["--steps", "40", "--save-every", "5"],
+                              extra=["--time=10"], exports=",ZRT_COMM_TIMEOUT=5")
+        deadline = time.time() + 120
+        while job and time.time() < deadline and not re.search(r"^step +12/", read(log), re.M):
+            time.sleep(0.2)
+        victim = None
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
+                    b"SLURM_PROCID=1" in environ and b"SLURM_RESTART_COUNT" not in environ):
+                victim = int(pid)
+        check(victim is not None, "found task 1's process")
+        stopped_at = time.time()
+        if victim:
+            os.kill(victim, 19)  # SIGSTOP
+        # The first run ends (the job is requeued: pending with a restart count of 1).
+        ended = None
+        while job and time.time() < stopped_at + 120:
+            f = job_fields(job)
+            if f.get("Restarts") == "1" or f.get("JobState") in ("FAILED", "COMPLETED"):
+                ended = time.time()
+                break
+            time.sleep(0.2)
+        check(ended is not None and ended - stopped_at < 5 + 15,
+              f"the first run ended {(ended or time.time()) - stopped_at:.0f} s after the stop "
+              f"(timeout 5 s; its limit: 10 minutes)")
+        f = wait_job(job, on_pending=hurry_restarts(job), timeout=300) if job else {}
+        text = read(log)
+        check(re.search(r"did not complete within 5 s: rank 1 did not answer", text) is not None,
+              "a survivor named task 1 in the log")
+        check("after a new checkpoint: continuing from it; requeueing job" in text,
+              "the job requeued itself from its checkpoint")
+        check(f.get("JobState") == "COMPLETED" and f.get("Restarts") == "1",
+              f"the restart resumed and completed ({f.get('JobState')}, {f.get('Restarts')})")
         if failures:
             print(text[-3000:])
 

@@ -44,8 +44,12 @@ int main(int argc, char **argv) {
                   static_cast<long long>(report.step), err);
     result = err < 0.05 ? 0 : 1;
   } catch (const zrt::error &e) {
+    // Another rank may be waiting in a collective for this one, or be stopped itself:
+    // only an abort ends the job on every rank (zerort released what it held without
+    // waiting for them).
     std::fprintf(stderr, "train: %s\n", e.what());
-    result = 1;
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();
   return result;
