@@ -33,6 +33,19 @@ int64_t signature(const CollArgs &a, int backend) {
   return static_cast<int64_t>(h >> 2);
 }
 
+// What and which bucket, in one value: what in the bits above 40, the bucket below.
+int64_t purpose_code(const CollPurpose &p) {
+  return static_cast<int64_t>(p.what) << 40 | ((p.index + 1) & ((int64_t{1} << 40) - 1));
+}
+
+CollPurpose purpose_of(int64_t code, int64_t step) {
+  CollPurpose p;
+  p.what = static_cast<CollPurpose::What>(code >> 40);
+  p.index = (code & ((int64_t{1} << 40) - 1)) - 1;
+  p.step = step;
+  return p;
+}
+
 }  // namespace
 
 void ArgCheck::post(MPI_Comm comm, const CollArgs &args, int backend, bool poison) {
@@ -40,6 +53,8 @@ void ArgCheck::post(MPI_Comm comm, const CollArgs &args, int backend, bool poiso
   mine[kSignature] = poison ? kPoison : signature(args, backend);
   mine[kCount] = static_cast<int64_t>(args.count);
   mine[kBackend] = backend;
+  mine[kPurpose] = purpose_code(args.purpose);
+  mine[kStep] = args.purpose.step;
   int64_t *v = slots();
   for (int i = 0; i < kCompared; ++i) {
     v[2 * i] = mine[i];
@@ -66,8 +81,29 @@ void ArgCheck::verdict(const CollArgs &args, int rank) const {
          "{} on rank {}: another rank rejected its arguments for this collective (its error "
          "message names them)",
          args.describe(), rank);
-  if (max_sig == min_sig && max_count == min_count) return;
+  const int64_t max_purpose = highest(kPurpose), min_purpose = lowest(kPurpose);
+  const int64_t max_step = highest(kStep), min_step = lowest(kStep);
+  const bool same_purpose = max_purpose == min_purpose && max_step == min_step;
+  if (max_sig == min_sig && max_count == min_count && same_purpose) return;
   std::string what;
+  if (!same_purpose && max_count == min_count && max_sig == min_sig) {
+    // The same shape of collective, carrying different things: say what this rank meant
+    // and the range the ranks posted it for.
+    const std::string mine = purpose_text(args.purpose);
+    const CollPurpose low = purpose_of(min_purpose, min_step),
+                      high = purpose_of(max_purpose, max_step);
+    std::string range;
+    if (low.what != high.what)
+      range = "ranks posted it for different purposes: " + purpose_text(low) + " to " +
+              purpose_text(high);
+    else if (low.index != high.index)
+      range = fmt::format("the ranks posted it for buckets {} to {}", low.index, high.index);
+    else
+      range = fmt::format("the ranks posted it at steps {} to {}", min_step, max_step);
+    what = fmt::format("the ranks exchange different data: this rank posted it for {}, but {}",
+                       mine.empty() ? "a collective of its own" : mine, range);
+    fail(ZRT_ERR_MISMATCH, "{} on rank {}: {}", args.describe(), rank, what);
+  }
   if (max_count != min_count)
     what = fmt::format("counts differ across ranks: from {} to {}", min_count, max_count);
   else if (max_backend != min_backend)

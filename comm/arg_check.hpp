@@ -1,7 +1,9 @@
 // The cross-rank argument check of one collective (comm.check_args): before a backend
 // starts it, the ranks agree that they all posted the same collective - kind, count,
-// dtype, op, root and the backend each chose - so that a mismatch fails on every rank with
-// a message that names it instead of corrupting data or hanging inside the backend.
+// dtype, op, root, the backend each chose, and what it carries where the poster says
+// (CollPurpose: which bucket, for what, at which step) - so that a mismatch fails on every
+// rank with a message that names it instead of corrupting data or hanging inside the
+// backend.
 //
 // Each rank contributes a signature of its arguments, its count and its backend's index,
 // each next to its negation: one nonblocking MPI_MAX all-reduce then yields the lowest and
@@ -44,7 +46,7 @@ class ArgCheck {
  private:
   // What the ranks compare. Each is sent followed by its negation, so that after the
   // all-reduce slot 2i holds the highest value across ranks and slot 2i+1 minus the lowest.
-  enum Value { kSignature, kCount, kBackend, kCompared };
+  enum Value { kSignature, kCount, kBackend, kPurpose, kStep, kCompared };
   static constexpr int kSlots = 2 * kCompared;
   int64_t *slots() { return reinterpret_cast<int64_t *>(storage_.get()); }
   int64_t highest(Value v) const {

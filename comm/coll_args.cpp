@@ -22,6 +22,27 @@ const char *coll_name(CollKind kind) {
   return "collective";
 }
 
+std::string purpose_text(const CollPurpose &p) {
+  const char *what = "";
+  switch (p.what) {
+    case CollPurpose::What::None:
+      return "";
+    case CollPurpose::What::GradientBucket:
+      what = "the reduction of gradient bucket";
+      break;
+    case CollPurpose::What::ParamGather:
+      what = "the stage-3 gather of the parameter group at bucket";
+      break;
+    case CollPurpose::What::ParamAllGather:
+      what = "the all-gather of updated parameters of bucket";
+      break;
+    case CollPurpose::What::WeightsGather:
+      what = "zrt_param_get's gather of the fp32 weights of bucket";
+      break;
+  }
+  return fmt::format("{} {} at step {}", what, p.index, p.step);
+}
+
 std::string CollArgs::describe() const {
   if (kind == CollKind::Broadcast)
     return fmt::format("{} #{} ({} x {}, root {})", coll_name(kind), seq, count, dtype_name(dtype),

@@ -14,6 +14,26 @@ namespace zrt {
 enum class CollKind { ReduceScatter = 1, AllGather = 2, AllReduce = 3, Broadcast = 4 };
 const char *coll_name(CollKind kind);  // "reduce_scatter"
 
+// What a collective carries, where its poster knows: the engine says which bucket or group
+// of its flat buffer, for what, at which step. The cross-rank argument check compares it
+// with the arguments (comm/arg_check.hpp), so ranks that exchange different data of the same
+// size (a stage-3 gather of parameter a on one rank and of b on another) fail with
+// ZRT_ERR_MISMATCH instead of mixing the two.
+struct CollPurpose {
+  enum class What : uint8_t {
+    None = 0,        // not said (a program's own collective)
+    GradientBucket,  // the reduction of a gradient bucket
+    ParamGather,     // stage 3: the gather of a parameter group before its use
+    ParamAllGather,  // stages 1-2: the all-gather of updated parameters after the step
+    WeightsGather,   // zrt_param_get's gather of fp32 weights
+  };
+  What what = What::None;
+  int64_t index = -1;  // the bucket (for a group, its first bucket)
+  int64_t step = -1;   // the engine's step count when it was posted
+};
+// "the stage-3 gather of bucket 3 at step 5"; "" for What::None.
+std::string purpose_text(const CollPurpose &purpose);
+
 struct CollArgs {
   CollKind kind = CollKind::AllReduce;
   const void *send = nullptr;
@@ -23,6 +43,7 @@ struct CollArgs {
   zrt_op_t op = ZRT_OP_SUM;
   int root = 0;
   uint64_t seq = 0;  // per-communicator sequence number, for messages
+  CollPurpose purpose;
   // Device buffers: the collective reads them only once this completes (an event of the
   // stream that produced them); empty: they are ready now. Host backends ignore it.
   Event ready;

@@ -142,10 +142,10 @@ void Engine::commit_agreed() {
   run_agreed(control_, [&] {
     state_ = ModelState(*memory_, stage_, layout_, settings_);
     reducer_ = std::make_unique<GradientReducer>(*comm_, *memory_, layout_, stage_, state_,
-                                                 settings_, comm_stats_);
+                                                 settings_, comm_stats_, step_);
     if (stage_.gather_on_use)
       gatherer_ = std::make_unique<ParamGatherer>(*comm_, *memory_, layout_, state_, settings_,
-                                                  comm_stats_);
+                                                  comm_stats_, step_);
     optimizer_ = std::make_unique<OptimizerStep>(settings_, *kernels_, *threads_, control_,
                                                  *memory_, layout_, stage_, state_, params_, rank_);
     memory_->synchronize();  // the zeroed buffers, before the program writes any
@@ -271,7 +271,7 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
   }
   // The fp32 weights live with the slice owners: gather the parameter's buckets.
   std::vector<float> group =
-      gather_param_weights(*comm_, *memory_, layout_, state_, p, comm_stats_);
+      gather_param_weights(*comm_, *memory_, layout_, state_, p, comm_stats_, step_);
   const BucketInfo &g = layout_.bucket(p.bucket);
   convert_values(group.data() + (p.offset - g.group_offset), ZRT_DTYPE_FP32, values, dtype,
                  p.numel);
@@ -434,7 +434,7 @@ StepReport Engine::step(const std::function<void()> &check) {
 void Engine::refresh_params() {
   if (stage_.gather_after_step)
     all_gather_updated_params(*comm_, *memory_, layout_, state_, settings_.dtype,
-                              settings_.allgather_bucket_bytes, comm_stats_);
+                              settings_.allgather_bucket_bytes, comm_stats_, step_);
   if (gatherer_) gatherer_->drop_all();
 }
 

@@ -54,9 +54,11 @@ std::vector<size_t> GradientReducer::initial_buffers(const Layout &layout, const
 
 GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                  const StageLayout &stage, ModelState &state,
-                                 const EngineSettings &settings, CommStats &stats)
+                                 const EngineSettings &settings, CommStats &stats,
+                                 const int64_t &step)
     : comm_(comm),
       stats_(stats),
+      step_(step),
       memory_(memory),
       layout_(layout),
       stage_(stage),
@@ -165,6 +167,7 @@ void GradientReducer::post_bucket(int bucket) {
   a.dtype = dtype_;
   a.op = ZRT_OP_AVG;
   a.count = b.length;
+  a.purpose = {CollPurpose::What::GradientBucket, bucket, step_};
   Pending pending{bucket, OwnedRequest{}, -1};
   switch (stage_.reduction) {
     case Reduction::AllReduce:

@@ -38,7 +38,7 @@ class GradientReducer {
  public:
   GradientReducer(Communicator &comm, EngineMemory &memory, const Layout &layout,
                   const StageLayout &stage, ModelState &state, const EngineSettings &settings,
-                  CommStats &stats);
+                  CommStats &stats, const int64_t &step);
   ~GradientReducer();  // waits for the reductions in flight, which use the buffers
 
   // The buffers the constructor makes (bucket buffers, landing slices), in bytes each.
@@ -105,6 +105,7 @@ class GradientReducer {
 
   Communicator &comm_;
   CommStats &stats_;
+  const int64_t &step_;  // the engine's step count, which each reduction says it is for
   EngineMemory &memory_;
   const Layout &layout_;
   const StageLayout stage_;

@@ -9,7 +9,7 @@ namespace zrt {
 
 void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                ModelState &state, zrt_dtype_t dtype, size_t window_bytes,
-                               CommStats &stats) {
+                               CommStats &stats, int64_t step) {
   const size_t es = dtype_size(dtype);
   const int rank = comm.rank();
   const Event ready = memory.ready();
@@ -28,6 +28,7 @@ void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const L
     a.count = b.length;
     a.dtype = dtype;
     a.ready = ready;
+    a.purpose = {CollPurpose::What::ParamAllGather, b.index, step};
     window.emplace_back(post_owned(comm, a, stats), b.length * es);
     bytes_in_flight += b.length * es;
   }
@@ -37,7 +38,7 @@ void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const L
 
 std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory,
                                         const Layout &layout, const ModelState &state,
-                                        const ParamInfo &p, CommStats &stats) {
+                                        const ParamInfo &p, CommStats &stats, int64_t step) {
   const BucketInfo &g = layout.bucket(p.bucket);
   std::vector<float> whole(g.group_length);
   // The weights' own kind of memory on both sides of the collective; device weights come
@@ -61,6 +62,7 @@ std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory
     a.count = b.length;
     a.dtype = ZRT_DTYPE_FP32;
     a.ready = ready;
+    a.purpose = {CollPurpose::What::WeightsGather, k, step};
     post_owned(comm, a, stats).wait();
   }
   if (device) {

@@ -15,12 +15,12 @@ namespace zrt {
 // engine's stream has written them. Collective.
 void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const Layout &layout,
                                ModelState &state, zrt_dtype_t dtype, size_t window_bytes,
-                               CommStats &stats);
+                               CommStats &stats, int64_t step);
 
 // The fp32 weights of `param`'s group gathered from the slice owners (the whole group, so
 // the result starts at the group's first element), in host memory. Collective.
 std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory,
                                         const Layout &layout, const ModelState &state,
-                                        const ParamInfo &param, CommStats &stats);
+                                        const ParamInfo &param, CommStats &stats, int64_t step);
 
 }  // namespace zrt

@@ -7,9 +7,11 @@
 namespace zrt {
 
 ParamGatherer::ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout,
-                             ModelState &state, const EngineSettings &settings, CommStats &stats)
+                             ModelState &state, const EngineSettings &settings, CommStats &stats,
+                             const int64_t &step)
     : comm_(comm),
       stats_(stats),
+      step_(step),
       memory_(memory),
       layout_(layout),
       state_(state),
@@ -62,6 +64,7 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       a.count = b.length;
       a.dtype = dtype_;
       a.ready = ready;
+      a.purpose = {CollPurpose::What::ParamGather, k, step_};
       OwnedRequest r = post_owned(comm_, a, stats_);
       if (wait_now)
         r.wait();

@@ -22,7 +22,7 @@ namespace zrt {
 class ParamGatherer {
  public:
   ParamGatherer(Communicator &comm, EngineMemory &memory, const Layout &layout, ModelState &state,
-                const EngineSettings &settings, CommStats &stats);
+                const EngineSettings &settings, CommStats &stats, const int64_t &step);
   ~ParamGatherer();  // waits for the prefetch in flight, which writes a buffer of ours
   ParamGatherer(const ParamGatherer &) = delete;
   ParamGatherer &operator=(const ParamGatherer &) = delete;
@@ -53,6 +53,7 @@ class ParamGatherer {
 
   Communicator &comm_;
   CommStats &stats_;
+  const int64_t &step_;  // the engine's step count, which each gather says it is for
   EngineMemory &memory_;
   const Layout &layout_;
   ModelState &state_;

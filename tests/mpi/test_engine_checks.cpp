@@ -334,6 +334,41 @@ TEST(EngineErrors, Stage3NeedsGatherBeforeUse) {
   CHECK_OK(zrt_param_release(e.e, h));
 }
 
+TEST(EngineErrors, Stage3GathersOfDifferentParametersFailWithMismatchOnEveryRank) {
+  if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
+  // Two parameters of one size in groups of their own: rank 0 gathers 'a' while the others
+  // gather 'b'. The collectives look alike (an all-gather of as many floats); what they
+  // carry differs, and half of one with half of the other must not come back as success.
+  zrt_engine_params_t p = basic(3, ZRT_DTYPE_FP32);
+  p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES;
+  p.reduce_bucket_bytes = 4096;
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape = 1024;
+  zrt_param_h a, b;
+  CHECK_OK(zrt_param_register(e.e, "a", ZRT_DTYPE_FP32, 1, &shape, &a));
+  CHECK_OK(zrt_param_register(e.e, "b", ZRT_DTYPE_FP32, 1, &shape, &b));
+  CHECK_OK(zrt_engine_commit(e.e));
+  std::vector<float> va(1024, 1.0f), vb(1024, 2.0f);
+  CHECK_OK(zrt_param_set(e.e, a, va.data(), ZRT_DTYPE_FP32));
+  CHECK_OK(zrt_param_set(e.e, b, vb.data(), ZRT_DTYPE_FP32));
+  const zrt_status_t st = zrt_param_gather(e.e, test::rank() == 0 ? a : b);
+  EXPECT_EQ(st, ZRT_ERR_MISMATCH) << test::last_error();
+  if (st != ZRT_SUCCESS) {
+    mentions("the ranks exchange different data: this rank posted it for the stage-3 gather");
+    mentions("the ranks posted it for buckets");
+  } else {
+    zrt_param_release(e.e, test::rank() == 0 ? a : b);
+  }
+  EXPECT_TRUE(test::all_ranks(st == ZRT_ERR_MISMATCH));
+  // The engine goes on: the same gather on every rank now brings the right values.
+  CHECK_OK(zrt_param_gather(e.e, b));
+  void *ptr = nullptr;
+  CHECK_OK(zrt_param_data(e.e, b, &ptr));
+  EXPECT_EQ(std::memcmp(ptr, vb.data(), 1024 * 4), 0);
+  CHECK_OK(zrt_param_release(e.e, b));
+}
+
 TEST(EngineReports, OnlyTheFieldsOfTheMaskAreWrittenAndUnknownBitsFailEveryRank) {
   zrt_engine_params_t p = basic(2, ZRT_DTYPE_FP32);
   Engine e;

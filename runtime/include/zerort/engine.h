@@ -384,8 +384,12 @@ ZRT_API zrt_status_t zrt_engine_loss_scale(zrt_engine_h engine, double *scale_p)
  * direction of the previous gathers). The unit gathered is the parameter's bucket; released
  * buckets stay resident up to max_live_parameters, so a gather may need no communication.
  * Other stages: a no-op. Collective: every rank must gather and release the same parameters
- * in the same order (a mismatch fails with ZRT_ERR_MISMATCH). Blocking. Not thread-safe with
- * other calls on @p engine.
+ * in the same order. Ranks that gather different parameters fail with ZRT_ERR_MISMATCH on
+ * every rank (with comm.check_args, the default: the check compares which bucket each rank
+ * gathers, at which step), the message naming what this rank gathered and the range the
+ * ranks asked for; where the gather needs no communication on some rank (its group still
+ * resident there) the others' gather ends with ZRT_ERR_TIMEOUT instead. Blocking. Not
+ * thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
 
