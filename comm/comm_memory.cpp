@@ -104,8 +104,9 @@ void CommMemory::free(void *pointer) {
   // The same allocation on every rank, or nothing is freed anywhere. Allocations are
   // numbered in the same order on every rank (on every node, for hier).
   uint64_t range[2] = {number, ~number};
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, comm_),
-            "MPI_Allreduce(zrt_comm_mem_free)");
+  // Under the communicator's watch: a rank that never frees is named, not waited for.
+  watched_allreduce(comm_, range, 2, MPI_UINT64_T, MPI_MAX,
+                    "all-reduce of the buffer zrt_comm_mem_free frees");
   if (range[0] != ~range[1])
     fail(ZRT_ERR_MISMATCH,
          "the ranks passed different buffers; every rank must free the buffer of the same "

@@ -112,7 +112,9 @@ static options_t parse(int argc, char **argv) {
   return o;
 }
 
-static int is(const options_t *o, const char *mode) { return strcmp(o->mode, mode) == 0; }
+static int is(const options_t *o, const char *mode) {
+  return strcmp(o->mode, mode) == 0;
+}
 
 /* 16-bit gradients hold the bits of a float's upper half (bf16) or IEEE half (fp16); only
  * the NaN and a few small values are ever written. */
@@ -225,7 +227,8 @@ int main(int argc, char **argv) {
       void *grad = NULL;
       CALL(zrt_grad_data(g_engine, params[p], &grad));
       for (size_t i = 0; i < numel[p]; ++i)
-        write_grad(grad, dtype, i, 0.01f * (float)((i + (size_t)step + (size_t)g_rank) % 17) - 0.08f);
+        write_grad(grad, dtype, i,
+                   0.01f * (float)((i + (size_t)step + (size_t)g_rank) % 17) - 0.08f);
       if (is(&o, "nan") && victim && at && p == 1) write_grad(grad, dtype, 5, NAN);
       CALL(zrt_grad_ready(g_engine, params[p]));
     }

@@ -25,8 +25,9 @@ CASE is one of:
   requeuecap  a program that fails after its checkpoint: requeued once, then the job stops
               because it failed the same way twice, saying so
   rankstop    one task stopped (SIGSTOP) mid-run, ZRT_COMM_TIMEOUT=5: the survivors name it
-              within the timeout and abort; the job ends FAILED at once (not at its time
-              limit), requeues itself from its last checkpoint, resumes and completes
+              within the timeout and abort, and the run ends at once (not at its time limit):
+              FAILED without a checkpoint; requeued from its last checkpoint with one, and
+              the restart completes
   rankdeath   one task killed (SIGKILL) mid-run: the job ends at once (not at its time
               limit), Slurm records the failure, and the log names the task
 Jobs run from SOURCE_DIR, as a user submits them from the repository root; their files go
@@ -363,51 +364,64 @@ with tempfile.TemporaryDirectory() as tmp:
     elif case == "rankstop":
         # A node that hangs (a stopped task) rather than dies: the survivors' collectives
         # time out, they name the task and abort, and the job ends instead of holding its
-        # nodes until the time limit; its checkpoints let it requeue and finish.
-        log = os.path.join(tmp, "job.out")
-        job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"), os.path.join(tmp, "runs"),
-                              log, gpt2_args + ["--steps", "40", "--save-every", "5"],
-                              extra=["--time=10"], exports=",ZRT_COMM_TIMEOUT=5")
-        deadline = time.time() + 120
-        while job and time.time() < deadline and not re.search(r"^step +12/", read(log), re.M):
-            time.sleep(0.2)
-        victim = None
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            except OSError:
-                continue
-            if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
-                    b"SLURM_PROCID=1" in environ and b"SLURM_RESTART_COUNT" not in environ):
-                victim = int(pid)
-        check(victim is not None, "found task 1's process")
-        stopped_at = time.time()
-        if victim:
-            os.kill(victim, 19)  # SIGSTOP
-        # The first run ends (the job is requeued: pending with a restart count of 1).
-        ended = None
-        while job and time.time() < stopped_at + 120:
-            f = job_fields(job)
-            if f.get("Restarts") == "1" or f.get("JobState") in ("FAILED", "COMPLETED"):
-                ended = time.time()
-                break
-            time.sleep(0.2)
-        check(ended is not None and ended - stopped_at < 5 + 15,
-              f"the first run ended {(ended or time.time()) - stopped_at:.0f} s after the stop "
-              f"(timeout 5 s; its limit: 10 minutes)")
-        f = wait_job(job, on_pending=hurry_restarts(job), timeout=300) if job else {}
-        text = read(log)
-        check(re.search(r"did not complete within 5 s: rank 1 did not answer", text) is not None,
-              "a survivor named task 1 in the log")
-        check("after a new checkpoint: continuing from it; requeueing job" in text,
-              "the job requeued itself from its checkpoint")
-        check(f.get("JobState") == "COMPLETED" and f.get("Restarts") == "1",
-              f"the restart resumed and completed ({f.get('JobState')}, {f.get('Restarts')})")
-        if failures:
-            print(text[-3000:])
+        # nodes until the time limit. Without a checkpoint yet it ends FAILED; with one it
+        # requeues itself, resumes and completes.
+        def stop_task_1(job, log, at_step):
+            deadline = time.time() + 120
+            while job and time.time() < deadline and not re.search(rf"^step +{at_step}/", read(log),
+                                                                   re.M):
+                time.sleep(0.2)
+            victim = None
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                    cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
+                        b"SLURM_PROCID=1" in environ):
+                    victim = int(pid)
+            check(victim is not None, "found task 1's process")
+            if victim:
+                os.kill(victim, 19)  # SIGSTOP
+            return time.time()
+
+        def first_run_ended(job, stopped_at):
+            while job and time.time() < stopped_at + 120:
+                f = job_fields(job)
+                if f.get("Restarts") == "1" or f.get("JobState") in ("FAILED", "COMPLETED"):
+                    return time.time() - stopped_at, f
+                time.sleep(0.2)
+            return None, {}
+
+        for saves in ("none", "every 5"):
+            log = os.path.join(tmp, f"job-{len(saves)}.out")
+            args = gpt2_args + ["--steps", "40", "--save-every", "5" if saves != "none" else "0"]
+            job, run_dir = submit(os.path.join(src, "slurm", "gpt2.sbatch"),
+                                  os.path.join(tmp, f"runs-{len(saves)}"), log, args,
+                                  extra=["--time=10"], exports=",ZRT_COMM_TIMEOUT=5")
+            stopped_at = stop_task_1(job, log, 12)
+            took, f = first_run_ended(job, stopped_at)
+            check(took is not None and took < 5 + 15,
+                  f"checkpoints {saves}: the run ended {took} s after the stop (timeout 5 s; its "
+                  f"limit: 10 minutes)")
+            if saves == "none":
+                f = wait_job(job, timeout=60) if job else {}
+                check(f.get("JobState") == "FAILED" and f.get("Restarts") == "0",
+                      f"without a checkpoint Slurm records a failure, not requeued "
+                      f"({f.get('JobState')}, {f.get('ExitCode')}, {f.get('Restarts')} restarts)")
+            else:
+                f = wait_job(job, on_pending=hurry_restarts(job), timeout=300) if job else {}
+                check(f.get("JobState") == "COMPLETED" and f.get("Restarts") == "1",
+                      f"with checkpoints the job requeues itself, resumes and completes "
+                      f"({f.get('JobState')}, {f.get('Restarts')} restarts)")
+            text = read(log)
+            check(re.search(r"did not complete within 5 s: rank 1 did not answer", text)
+                  is not None, f"checkpoints {saves}: a survivor named task 1 in the log")
+            if failures:
+                print(text[-3000:])
 
     elif case == "rankdeath":
         log = os.path.join(tmp, "job.out")

@@ -110,10 +110,19 @@ ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
 /**
  * @brief Destroy a context and every communicator it created.
  *
- * Fails with ZRT_ERR_INVALID_STATE, destroying nothing, while requests are in flight.
+ * Engines still alive are destroyed as zrt_engine_destroy does (a background save still
+ * writing is published first), then communicators, pools and offload engines; their
+ * handles are stale afterwards (ZRT_ERR_INVALID_HANDLE). Fails with ZRT_ERR_INVALID_STATE,
+ * destroying nothing, while requests are in flight, naming how many on which communicator.
  * Finalizes MPI if zrt_init initialized it and this was the last such context.
+ * A broken context (an agreement or collective of it timed out, or MPI failed inside one:
+ * the ranks are out of step) is released without waiting for any other rank, and the call
+ * then fails with that status (ZRT_ERR_TIMEOUT) and the first verdict: MPI_Finalize would
+ * wait for the stopped or hung rank for ever, so end the job with MPI_Abort (MPI that
+ * zrt_init initialized is not finalized then).
  * After it, the handle is stale: calls with it fail with ZRT_ERR_INVALID_HANDLE.
- * Collective over the context's ranks, blocking. Not thread-safe for the same context.
+ * Collective over the context's ranks, blocking (local once the context is broken). Not
+ * thread-safe for the same context.
  */
 ZRT_API zrt_status_t zrt_finalize(zrt_context_h context);
 

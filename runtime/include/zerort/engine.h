@@ -178,8 +178,12 @@ ZRT_API zrt_status_t zrt_engine_create(zrt_context_h context, const zrt_engine_p
 
 /**
  * @brief Destroy an engine and every buffer it holds (waiting for its collectives in
- * flight). Its parameter handles become stale. Collective, blocking. Not thread-safe with
- * other calls on @p engine.
+ * flight). Its parameter handles become stale. The engine is destroyed whatever the call
+ * returns. In a broken context (see zrt_finalize) nothing waits for another rank and a
+ * pending background save is stopped unpublished; when the ranks did not all come to
+ * free the engine's shared resources within comm.timeout (another rank still steps, say),
+ * the context becomes broken and the call returns ZRT_ERR_TIMEOUT naming them.
+ * Collective, blocking. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
 
