@@ -51,6 +51,7 @@ Engine::Engine(Context &context, const EngineSettings &settings)
   }
   memory_ = std::make_unique<EngineMemory>(context, on_device, settings.stream, *kernels_);
   scaler_ = LossScaler(settings.scaler);
+  if (settings.scheduler.type != LrSchedulerType::None) scheduler_.emplace(settings.scheduler);
   log::debug("engine: stage {}, {}, in {} memory, {} kernels, {} optimizer thread(s)",
              settings.stage, dtype_name(settings.dtype), on_device ? "device" : "host",
              on_device ? memory_->kernels().name() : kernels_->isa, threads_->size());
@@ -190,6 +191,13 @@ void Engine::share_buffers() {
 }
 
 void Engine::set_lr(double lr) {
+  // Both would believe their rate is the one used; the scheduler would overwrite this one.
+  if (scheduler_)
+    fail(ZRT_ERR_INVALID_STATE,
+         "the learning rate follows the scheduler {} (scheduler.type from {}): remove the "
+         "scheduler, or set {{\"scheduler\": {{\"type\": \"none\"}}}} in the engine's "
+         "params->settings to set the rate from the program",
+         lr_scheduler_name(scheduler_->settings().type), scheduler_->settings().origin);
   if (!(lr >= 0) || !std::isfinite(lr))
     fail(ZRT_ERR_INVALID_ARGUMENT, "lr is {}: it must be a finite value >= 0", lr);
   lr_ = lr;
@@ -356,6 +364,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   settle_save(false);
   validate_ready(check);
   StepReport report;
+  report.lr = lr();  // before the step count moves on
   // The last micro-step reports the offload copies of the whole accumulation, by then
   // complete (end_accumulation synchronizes).
   auto offload_times = [&] {
@@ -414,7 +423,7 @@ StepReport Engine::step(const std::function<void()> &check) {
   double clip = 1;
   if (settings_.gradient_clipping > 0 && norm > settings_.gradient_clipping)
     clip = settings_.gradient_clipping / (norm + 1e-6);
-  optimizer_->run(static_cast<float>(unscale * clip), lr_, step_);
+  optimizer_->run(static_cast<float>(unscale * clip), report.lr, step_);
   optimizer_->refresh_compute_copies(false);
   refresh_params();
 
@@ -428,6 +437,11 @@ StepReport Engine::step(const std::function<void()> &check) {
   report.skipped_steps = skipped_steps_;
   report.loss_scale = scaler_.scale();
   report.grad_norm = norm;
+  // DeepSpeed's progress line (steps_per_print), asked for by the key itself: written
+  // whatever log_level filters.
+  if (settings_.steps_per_print > 0 && step_ % settings_.steps_per_print == 0 && rank_ == 0)
+    log::write(ZRT_LOG_INFO, fmt::format("step {}: lr {:.6g}, loss scale {}, skipped steps {}",
+                                         step_, report.lr, report.loss_scale, skipped_steps_));
   return report;
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "optim/kernels/thread_pool.hpp"
 #include "optim/layout.hpp"
 #include "optim/loss_scaler.hpp"
+#include "optim/lr_scheduler.hpp"
 #include "optim/model_state.hpp"
 #include "optim/optimizer_step.hpp"
 #include "optim/param_gatherer.hpp"
@@ -54,6 +56,7 @@ struct StepReport {
   double loss_scale = 1, grad_norm = 0;
   double offload_copy_seconds = 0, offload_exposed_seconds = 0;
   CommStats comm;  // since the previous report
+  double lr = 0;   // of this call's update, or of the next one
 };
 
 // What zrt_engine_memory reports (zrt_memory_report_t's fields).
@@ -137,7 +140,8 @@ class Engine {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int64_t step_count() const { return step_; }
-  double lr() const { return lr_; }
+  // The rate of the next update: the scheduler's at this step count, or the program's.
+  double lr() const { return scheduler_ ? scheduler_->lr(step_) : lr_; }
   // Where the master weights and moments of state_pieces() live; copy_state moves bytes
   // between them and host memory, and returns when they have arrived.
   Place state_place() const { return state_.state_place(); }
@@ -205,6 +209,7 @@ class Engine {
   int64_t step_ = 0;
   int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life
   double lr_ = 0;
+  std::optional<LrScheduler> scheduler_;  // scheduler.type; sets the rate of each update
 };
 
 }  // namespace zrt

@@ -69,7 +69,28 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
            o.comm_all_gather_bytes = static_cast<int64_t>(r.comm.all_gather_bytes);
            o.comm_all_reduce_bytes = static_cast<int64_t>(r.comm.all_reduce_bytes);
          }},
+        {ZRT_STEP_REPORT_FIELD_LR, "lr",
+         [](const StepReport &r, zrt_step_report_t &o) { o.lr = r.lr; }},
     }};
+
+// What drives the learning rate: {"type": "none"}, or the scheduler and the values it runs
+// with.
+nlohmann::json scheduler_json(const LrSchedulerSettings &l) {
+  nlohmann::json j{{"type", lr_scheduler_name(l.type)}};
+  if (l.type == LrSchedulerType::None) return j;
+  j["source"] = l.origin;
+  j["warmup_num_steps"] = l.warmup_num_steps;
+  j["warmup_type"] = l.log_warmup ? "log" : "linear";
+  if (l.type != LrSchedulerType::WarmupLR) j["total_num_steps"] = l.total_num_steps;
+  if (l.type == LrSchedulerType::WarmupCosineLR) {
+    j["warmup_min_ratio"] = l.warmup_min_ratio;
+    j["cos_min_ratio"] = l.cos_min_ratio;
+  } else {
+    j["warmup_min_lr"] = l.warmup_min_lr;
+    j["warmup_max_lr"] = l.warmup_max_lr;
+  }
+  return j;
+}
 
 Engine &engine_from(zrt_engine_h h) {
   return engine_table().get(handle_value(h), "engine");
@@ -318,6 +339,10 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"offload_optimizer", s.offload_optimizer},
         {"gradient_clipping", s.gradient_clipping},
         {"gradient_accumulation_steps", s.accumulation_steps},
+        // 0: not given (the program's business).
+        {"train_batch_size", s.train_batch_size},
+        {"train_micro_batch_size_per_gpu", s.micro_batch_size},
+        {"scheduler", scheduler_json(s.scheduler)},
         {"deterministic", s.deterministic},
         {"check_grad_overflow", s.check_grad_overflow},
         {"memory_space", e.on_device() ? "device" : "host"},

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "comm/dtype.hpp"
+#include "optim/batch_size.hpp"
 #include "runtime/field_table.hpp"
 
 namespace zrt {
@@ -42,6 +43,36 @@ std::string stage_text(const Params &p) {
   if (p.stage < 0 || p.stage > 3)
     fail(ZRT_ERR_INVALID_ARGUMENT, "params->stage is {}: accepted values are 0, 1, 2, 3", p.stage);
   return std::to_string(p.stage);
+}
+
+// params->settings: configuration keys of the engine, as a JSON object (dotted or nested
+// names), layered like the other fields. A key that another field of params sets too, or a
+// key of the context, is an error: it would be set twice, or not where the program thinks.
+void set_settings(const Params &p, std::map<std::string, std::string> &settings, NotKeys &b) {
+  if (p.settings == nullptr)
+    fail(ZRT_ERR_INVALID_ARGUMENT,
+         "params->settings is NULL: a JSON object of configuration keys, e.g. "
+         "{{\"scheduler\": {{\"type\": \"WarmupLR\"}}}}");
+  const nlohmann::json j = nlohmann::json::parse(p.settings, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    fail(ZRT_ERR_INVALID_ARGUMENT, "params->settings is not a JSON object: {}", p.settings);
+  const ConfigSchema &schema = ConfigSchema::library();
+  for (auto &[key, text] : config_entries(schema, j, "params->settings")) {
+    if (!key->engine)
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "params->settings sets {}, a setting of the context, not of an engine: set it for "
+           "zrt_init (its params, the configuration file or {})",
+           key->name, key->env_name());
+    const bool bucket = (key->name == "zero_optimization.reduce_bucket_size" && b.reduce) ||
+                        (key->name == "zero_optimization.allgather_bucket_size" && b.allgather);
+    if (settings.count(key->name) != 0 || bucket)
+      fail(ZRT_ERR_INVALID_ARGUMENT,
+           "params->settings sets {}, which another field of params sets too: set it once",
+           key->name);
+    // Checked here, so that the message names the program's settings.
+    (void)parse_config_value(*key, text, "params->settings");
+    settings[key->name] = text;
+  }
 }
 
 void set_compute_dtype(const Params &p, std::map<std::string, std::string> &settings, NotKeys &) {
@@ -117,6 +148,8 @@ const ParamTable<Params, NotKeys> kTable{
          [](const Params &p, std::map<std::string, std::string> &, NotKeys &b) {
            b.stream = p.stream;
          }},
+        // Last: it refuses keys the fields above set.
+        {ZRT_ENGINE_PARAM_FIELD_SETTINGS, "settings", nullptr, nullptr, set_settings},
     }};
 
 // A bucket size from the params struct, in bytes, unless the environment set the key.
@@ -150,11 +183,133 @@ const char *optimizer_name(zrt_optimizer_t o) {
        static_cast<int>(o));
 }
 
-EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
-  return resolve(context.config(), p);
+namespace {
+
+// A key accepted only with values that match what zerort does, checked where the values it
+// depends on are known: "KEY is VALUE (from ORIGIN): zerort supports only WHAT: doc".
+void only(const Config &c, const char *key, const std::string &value, const std::string &what) {
+  const ConfigKey *k = ConfigSchema::library().find(key);
+  fail(ZRT_ERR_CONFIG, "{} is {} (from {}): zerort supports only {}: {}", key, value, c.origin(key),
+       what, k != nullptr ? k->doc : "");
 }
 
-EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_params_t *p) {
+bool given(const Config &c, const char *key) {
+  return c.source(key) != ConfigSource::Default;
+}
+
+BatchValue batch_value(const Config &c, const char *key) {
+  BatchValue v;
+  v.origin = c.origin(key);
+  if (!given(c, key) || c.is_auto(key)) return v;
+  if (int64_t n = c.get_int(key); n > 0) v.value = n;
+  return v;
+}
+
+void resolve_scheduler(const Config &c, EngineSettings &s) {
+  LrSchedulerSettings &l = s.scheduler;
+  const std::string &type = c.get_string("scheduler.type");
+  l.type = type == "warmuplr"         ? LrSchedulerType::WarmupLR
+           : type == "warmupdecaylr"  ? LrSchedulerType::WarmupDecayLR
+           : type == "warmupcosinelr" ? LrSchedulerType::WarmupCosineLR
+                                      : LrSchedulerType::None;
+  l.origin = c.origin("scheduler.type");
+  // The program set the file's scheduler aside: its parameters went with it.
+  if (l.type == LrSchedulerType::None && c.source("scheduler.type") == ConfigSource::Params) return;
+  // The parameters each of DeepSpeed's schedulers takes (a parameter it does not take is an
+  // error there too): WarmupLR, WarmupDecayLR, WarmupCosineLR.
+  struct Takes {
+    const char *key;
+    bool warmup, decay, cosine;
+  };
+  constexpr Takes kTakes[] = {
+      {"scheduler.params.warmup_min_lr", true, true, false},
+      {"scheduler.params.warmup_max_lr", true, true, false},
+      {"scheduler.params.warmup_num_steps", true, true, true},
+      {"scheduler.params.warmup_type", true, true, true},
+      {"scheduler.params.total_num_steps", false, true, true},
+      {"scheduler.params.warmup_min_ratio", false, false, true},
+      {"scheduler.params.cos_min_ratio", false, false, true},
+      {"scheduler.params.last_batch_iteration", true, true, true},
+  };
+  for (const Takes &t : kTakes) {
+    if (!given(c, t.key)) continue;
+    const bool takes = l.type == LrSchedulerType::WarmupLR         ? t.warmup
+                       : l.type == LrSchedulerType::WarmupDecayLR  ? t.decay
+                       : l.type == LrSchedulerType::WarmupCosineLR ? t.cosine
+                                                                   : false;
+    if (!takes) {
+      if (l.type == LrSchedulerType::None)
+        fail(ZRT_ERR_CONFIG,
+             "{} is set (from {}) but no scheduler.type names a scheduler (WarmupLR, "
+             "WarmupDecayLR, WarmupCosineLR)",
+             t.key, c.origin(t.key));
+      fail(ZRT_ERR_CONFIG, "{} (from {}) is not a parameter of {} (scheduler.type from {})", t.key,
+           c.origin(t.key), lr_scheduler_name(l.type), l.origin);
+    }
+  }
+  if (l.type == LrSchedulerType::None) return;
+  l.warmup_num_steps = c.get_int("scheduler.params.warmup_num_steps");
+  l.log_warmup = c.get_string("scheduler.params.warmup_type") == "log";
+  if (l.type != LrSchedulerType::WarmupLR)
+    l.total_num_steps = c.get_int("scheduler.params.total_num_steps");
+  if (l.type == LrSchedulerType::WarmupCosineLR) {
+    l.warmup_min_ratio = c.get_double("scheduler.params.warmup_min_ratio");
+    l.cos_min_ratio = c.get_double("scheduler.params.cos_min_ratio");
+    l.base_lr = s.lr;
+  } else {
+    l.warmup_min_lr = c.get_double("scheduler.params.warmup_min_lr");
+    // "auto" is the program's rate (the Hugging Face Trainer's learning_rate); unset,
+    // WarmupLR takes the optimizer's rate and WarmupDecayLR 0.001, as in DeepSpeed.
+    const char *max = "scheduler.params.warmup_max_lr";
+    l.warmup_max_lr = c.is_auto(max)                        ? s.lr
+                      : given(c, max)                       ? c.get_double(max)
+                      : l.type == LrSchedulerType::WarmupLR ? s.lr
+                                                            : 0.001;
+  }
+  l.validate();
+}
+
+// The keys that describe what zerort does anyway, where that depends on other settings.
+void check_only_keys(const Config &c, const EngineSettings &s) {
+  const std::string dtype = dtype_name(s.dtype);
+  for (const char *key : {"communication_data_type", "data_types.grad_accum_dtype"})
+    if (given(c, key) && c.get_string(key) != dtype)
+      only(c, key, c.get_string(key), fmt::format("the compute dtype, {}", dtype));
+  if (given(c, "zero_optimization.offload_param.device") &&
+      c.get_string("zero_optimization.offload_param.device") == "cpu" &&
+      s.memory_space != EngineMemorySpace::Host)
+    only(c, "zero_optimization.offload_param.device", "cpu",
+         "none with engine.memory_space device or auto");
+  if (s.offload_optimizer && !c.get_bool("zero_optimization.offload_optimizer.pin_memory"))
+    only(c, "zero_optimization.offload_optimizer.pin_memory", "false",
+         "true with zero_optimization.offload_optimizer.device cpu");
+  constexpr int64_t kOnePass = 1000000000;
+  if (given(c, "zero_optimization.sub_group_size") &&
+      c.get_int("zero_optimization.sub_group_size") < kOnePass)
+    only(c, "zero_optimization.sub_group_size",
+         std::to_string(c.get_int("zero_optimization.sub_group_size")), "1e9 and more");
+  const char *reuse = "zero_optimization.stage3_max_reuse_distance";
+  if (given(c, reuse) && static_cast<size_t>(c.get_int(reuse)) < s.max_live_elements)
+    only(c, reuse, std::to_string(c.get_int(reuse)),
+         fmt::format("zero_optimization.stage3_max_live_parameters ({}) and more",
+                     s.max_live_elements));
+  const char *prefetch = "zero_optimization.stage3_prefetch_bucket_size";
+  const size_t bucket_elements = s.reduce_bucket_bytes / dtype_size(s.dtype);
+  if (given(c, prefetch) && !c.is_auto(prefetch) &&
+      static_cast<size_t>(c.get_int(prefetch)) != bucket_elements)
+    only(c, prefetch, std::to_string(c.get_int(prefetch)),
+         fmt::format("\"auto\" or zero_optimization.reduce_bucket_size ({} elements)",
+                     bucket_elements));
+}
+
+}  // namespace
+
+EngineSettings EngineSettings::resolve(const Context &context, const zrt_engine_params_t *p) {
+  return resolve(context.config(), p, context.size());
+}
+
+EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_params_t *p,
+                                       int ranks) {
   std::map<std::string, std::string> set;
   NotKeys buckets;
   kTable.read(p, set, buckets);
@@ -167,6 +322,7 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
   s.dtype = fp16 ? ZRT_DTYPE_FP16 : bf16 ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
   const size_t es = dtype_size(s.dtype);
   s.stage = static_cast<int>(c.get_int("zero_optimization.stage"));
+  // "auto" bucket sizes are the program's (params) or the default: the key's auto_value.
   s.reduce_bucket_bytes =
       bucket_bytes(c, "zero_optimization.reduce_bucket_size", "reduce_bucket_bytes", buckets.reduce,
                    static_cast<size_t>(c.get_int("zero_optimization.reduce_bucket_size")) * es, es);
@@ -178,6 +334,17 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
                 : opt == "sgd"  ? ZRT_OPTIMIZER_SGD
                 : opt == "lamb" ? ZRT_OPTIMIZER_LAMB
                                 : ZRT_OPTIMIZER_ADAMW;
+  // DeepSpeed's Adam is AdamW unless adam_w_mode is false; zerort's is Adam unless it is
+  // true. Other optimizers take no adam_w_mode (DeepSpeed's fail on it too).
+  if (given(c, "optimizer.params.adam_w_mode")) {
+    const bool w = c.get_bool("optimizer.params.adam_w_mode");
+    if (s.optimizer == ZRT_OPTIMIZER_ADAM && w) s.optimizer = ZRT_OPTIMIZER_ADAMW;
+    if (s.optimizer == ZRT_OPTIMIZER_ADAMW && !w && opt == "adamw")
+      only(c, "optimizer.params.adam_w_mode", "false", "true with optimizer.type adamw");
+    if (s.optimizer == ZRT_OPTIMIZER_SGD || s.optimizer == ZRT_OPTIMIZER_LAMB)
+      fail(ZRT_ERR_CONFIG, "optimizer.params.adam_w_mode (from {}) is Adam's: optimizer.type is {}",
+           c.origin("optimizer.params.adam_w_mode"), opt);
+  }
   s.lr = c.get_double("optimizer.params.lr");
   const std::vector<double> &betas = c.get_doubles("optimizer.params.betas");
   s.beta1 = betas[0];
@@ -189,7 +356,13 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
   s.overlap = c.get_bool("zero_optimization.overlap_comm");
   s.offload_optimizer = c.get_string("zero_optimization.offload_optimizer.device") == "cpu";
   s.gradient_clipping = c.get_double("gradient_clipping");
-  s.accumulation_steps = static_cast<int>(c.get_int("gradient_accumulation_steps"));
+  const BatchSizes batch = resolve_batch_sizes(
+      batch_value(c, "train_batch_size"), batch_value(c, "train_micro_batch_size_per_gpu"),
+      batch_value(c, "gradient_accumulation_steps"), ranks);
+  s.accumulation_steps = static_cast<int>(batch.accumulation);
+  s.train_batch_size = batch.train_batch;
+  s.micro_batch_size = batch.micro_batch;
+  s.steps_per_print = c.get_int("steps_per_print");
   s.deterministic = c.get_bool("zero.deterministic");
   s.check_grad_overflow = c.get_bool("check_grad_overflow");
   const std::string &space = c.get_string("engine.memory_space");
@@ -212,6 +385,7 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
   s.scaler.window = c.get_int("fp16.loss_scale_window");
   s.scaler.hysteresis = static_cast<int>(c.get_int("fp16.hysteresis"));
   s.scaler.min_scale = c.get_double("fp16.min_loss_scale");
+  s.scaler.consecutive_hysteresis = c.get_bool("fp16.consecutive_hysteresis");
 
   // Values whose range the schema cannot express.
   auto check = [](bool ok, const char *key, double value, const char *accepted) {
@@ -235,6 +409,8 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
          "the engine is configured for stage 0");
   if (s.nesterov && s.momentum == 0)
     fail(ZRT_ERR_CONFIG, "optimizer.params.nesterov needs a momentum > 0");
+  resolve_scheduler(c, s);
+  check_only_keys(c, s);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "optim/loss_scaler.hpp"
+#include "optim/lr_scheduler.hpp"
 #include "runtime/context.hpp"
 #include "runtime/settings_agreement.hpp"
 #include "zerort/engine.h"
@@ -34,14 +35,19 @@ struct EngineSettings {
   bool shared_buffers = true;       // engine.shared_buffers = auto: node-shared collective buffers
   size_t max_live_elements = 1000000000;  // stage 3: gathered elements kept resident
   LossScaler::Settings scaler;
+  LrSchedulerSettings scheduler;  // type None: the program sets the rate (zrt_engine_set_lr)
+  // DeepSpeed's batch sizes (optim/batch_size.hpp); 0 where none was given.
+  int64_t train_batch_size = 0, micro_batch_size = 0;
+  int64_t steps_per_print = 0;  // 0: no progress line
   // What every rank must resolve alike (runtime/settings_agreement.hpp): every key of the
   // engine's configuration that is not per-rank, and the bucket sizes in bytes.
   std::vector<Setting> agreed;
 
   // Throws Error naming the field or key and the accepted values. Local.
   static EngineSettings resolve(const Context &context, const zrt_engine_params_t *params);
-  // The same over a configuration resolved elsewhere (a plan's, engine_plan.hpp).
-  static EngineSettings resolve(const Config &config, const zrt_engine_params_t *params);
+  // The same over a configuration resolved elsewhere (a plan's, engine_plan.hpp), for an
+  // engine over `ranks` ranks.
+  static EngineSettings resolve(const Config &config, const zrt_engine_params_t *params, int ranks);
 
   bool mixed() const { return dtype != ZRT_DTYPE_FP32; }
   bool two_moments() const { return optimizer != ZRT_OPTIMIZER_SGD; }

@@ -18,10 +18,14 @@ void LossScaler::update(bool overflow) {
     else
       --hysteresis_left_;
     last_overflow_ = iteration_;
-  } else if ((iteration_ - last_overflow_) % settings_.window == 0) {
-    // As DeepSpeed without consecutive_hysteresis: the allowance refills when the scale grows.
-    hysteresis_left_ = settings_.hysteresis;
-    scale_ *= 2;
+  } else {
+    // As DeepSpeed: with consecutive_hysteresis a clean step refills the allowance, without
+    // it only the scale's growth does.
+    if (settings_.consecutive_hysteresis) hysteresis_left_ = settings_.hysteresis;
+    if ((iteration_ - last_overflow_) % settings_.window == 0) {
+      hysteresis_left_ = settings_.hysteresis;
+      scale_ *= 2;
+    }
   }
   ++iteration_;
 }

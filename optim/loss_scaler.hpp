@@ -1,6 +1,8 @@
 // Loss scaling for fp16, with DeepSpeed's knobs and semantics (DynamicLossScaler):
 // an overflow halves the scale once `hysteresis` overflows have been seen (never below
-// min_scale); `window` steps without overflow double it. A static scale never changes.
+// min_scale); `window` steps without overflow double it, which refills the hysteresis
+// (with consecutive_hysteresis every step without overflow does). A static scale never
+// changes.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@ class LossScaler {
     int64_t window = 1000;
     int hysteresis = 2;
     double min_scale = 1;
+    bool consecutive_hysteresis = false;  // every clean step refills the hysteresis
   };
 
   LossScaler() = default;

@@ -90,8 +90,8 @@ ZRT_API zrt_status_t zrt_plan_create(const zrt_engine_params_t *engine_params,
     // Defaults and the job's file: the environment of the machine that plans is not the
     // one of the machine planned for.
     const Config config = Config::resolve(ConfigSchema::library(), target.config_file, {}, nullptr);
-    auto plan = std::make_unique<EnginePlan>(EngineSettings::resolve(config, engine_params),
-                                             target.machine);
+    auto plan = std::make_unique<EnginePlan>(
+        EngineSettings::resolve(config, engine_params, target.machine.nranks), target.machine);
     *plan_p = to_handle<zrt_plan_h>(plan_table().insert(std::move(plan)));
     return ZRT_SUCCESS;
   });

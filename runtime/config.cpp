@@ -63,8 +63,8 @@ const char *type_name(ConfigType t) {
       return "string";
     case ConfigType::DoubleList:
       return "list";
-    case ConfigType::Ignored:
-      return "ignored";
+    case ConfigType::Block:
+      return "block";
   }
   return "?";
 }
@@ -94,8 +94,8 @@ std::string accepted(const ConfigKey &key) {
             "commas",
             key.min);
       return "accepted values are real numbers, as a JSON array or separated by commas";
-    case ConfigType::Ignored:
-      return "the key is ignored";
+    case ConfigType::Block:
+      return "accepted values are JSON objects";
   }
   return "";
 }
@@ -142,15 +142,15 @@ int64_t parse_integer(const ConfigKey &key, std::string_view text, std::string_v
   return r;
 }
 
-// Flattens nested objects of a JSON file into dotted keys; an ignored key keeps its whole
-// subtree (DeepSpeed's "scheduler": {...}, say).
+// Flattens nested objects of a JSON file into dotted keys; a Block keeps its whole object
+// (DeepSpeed's "tensorboard": {...}, say).
 void flatten(const ConfigSchema &schema, const nlohmann::json &j, const std::string &prefix,
              std::vector<std::pair<std::string, const nlohmann::json *>> &out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
     const ConfigKey *key = schema.find(name);
-    bool ignored = key != nullptr && key->type == ConfigType::Ignored;
-    if (it->is_object() && !ignored)
+    bool whole = key != nullptr && (key->type == ConfigType::Block || key->use == KeyUse::Refused);
+    if (it->is_object() && !whole)
       flatten(schema, *it, name, out);
     else
       out.emplace_back(name, &*it);
@@ -162,7 +162,54 @@ std::string json_scalar_text(const nlohmann::json &v) {
   return v.dump();
 }
 
+// "auto" as a Hugging Face Trainer's ds_config.json writes it, unless it is one of the
+// key's own values (comm.backend's auto, say) or the key is free text.
+bool is_auto_text(const ConfigKey &key, std::string_view text) {
+  if (key.type == ConfigType::String) return false;
+  if (std::find(key.choices.begin(), key.choices.end(), "auto") != key.choices.end()) return false;
+  return lower(trim(text)) == "auto";
+}
+
+std::string joined_only(const ConfigKey &key) {
+  std::vector<std::string> shown;
+  for (const std::string &v : key.only)
+    shown.push_back(key.type == ConfigType::Enum || key.type == ConfigType::String
+                        ? fmt::format("\"{}\"", v)
+                        : v);
+  return fmt::format("{}", fmt::join(shown, " or "));
+}
+
+// A Disabled block must be off: "enabled" false (or "auto", which a Hugging Face Trainer
+// turns on only for apex), or, without "enabled", every flag false.
+void check_disabled(const ConfigKey &key, const nlohmann::json &block, std::string_view origin) {
+  auto on = [&](const std::string &what) {
+    fail(ZRT_ERR_CONFIG, "{} (from {}) turns on {}: {}", key.name, origin, what, key.doc);
+  };
+  if (block.contains("enabled")) {
+    const nlohmann::json &e = block["enabled"];
+    if (e.is_boolean() ? e.get<bool>() : !(e.is_string() && lower(e.get<std::string>()) == "auto"))
+      on(fmt::format("{}.enabled ({})", key.name, e.dump()));
+    return;
+  }
+  for (auto it = block.begin(); it != block.end(); ++it)
+    if (it->is_boolean() && it->get<bool>()) on(fmt::format("{}.{}", key.name, it.key()));
+}
+
 }  // namespace
+
+const char *key_use_name(KeyUse use) {
+  switch (use) {
+    case KeyUse::Acts:
+      return "acts";
+    case KeyUse::Only:
+      return "only";
+    case KeyUse::Refused:
+      return "refused";
+    case KeyUse::Disabled:
+      return "disabled";
+  }
+  return "?";
+}
 
 ConfigKey config_key(std::string name, ConfigType type, std::string default_value,
                      std::string doc) {
@@ -247,6 +294,11 @@ nlohmann::json ConfigSchema::to_json() const {
       if (k.min != INT64_MIN) j["min"] = k.min;
       if (k.max != INT64_MAX) j["max"] = k.max;
     }
+    j["use"] = key_use_name(k.use);
+    if (!k.only.empty()) j["only"] = k.only;
+    if (!k.auto_doc.empty()) j["auto"] = k.auto_doc;
+    if (k.engine) j["engine"] = true;
+    if (k.deepspeed) j["deepspeed"] = true;
     out.push_back(std::move(j));
   }
   return out;
@@ -266,8 +318,45 @@ const char *source_name(ConfigSource source) {
   return "?";
 }
 
+namespace {
+
+ConfigValue parse_typed(const ConfigKey &key, std::string_view text, std::string_view origin);
+
+}  // namespace
+
 ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
                                std::string_view origin) {
+  if (key.use == KeyUse::Refused)
+    fail(ZRT_ERR_CONFIG, "{} (from {}) is not supported: {}", key.name, origin, key.doc);
+  if (is_auto_text(key, text)) {
+    if (key.auto_doc.empty())
+      fail(ZRT_ERR_CONFIG,
+           "{} is \"auto\" (from {}), but zerort fills \"auto\" only where a value follows "
+           "from the job (batch sizes, bucket sizes, the dtype, the optimizer's and the "
+           "scheduler's values: zrt-info --config-keys marks them); give {} a value: {}",
+           key.name, origin, key.name, accepted(key));
+    // Without an auto_value the value must come from the program: reading it before then
+    // is the error (Config::value_entry).
+    return parse_typed(key, key.auto_value.empty() ? key.default_value : key.auto_value, origin);
+  }
+  ConfigValue v = parse_typed(key, text, origin);
+  if (key.use == KeyUse::Only && !key.only.empty()) {
+    ConfigKey plain = key;
+    plain.use = KeyUse::Acts;
+    bool ok = false;
+    for (const std::string &allowed : key.only)
+      ok = ok || parse_typed(plain, allowed, "the schema") == v;
+    if (!ok)
+      fail(ZRT_ERR_CONFIG, "{} is {} (from {}): zerort supports only {}: {}", key.name, text,
+           origin, joined_only(key), key.doc);
+  }
+  if (key.use == KeyUse::Disabled) check_disabled(key, std::get<nlohmann::json>(v), origin);
+  return v;
+}
+
+namespace {
+
+ConfigValue parse_typed(const ConfigKey &key, std::string_view text, std::string_view origin) {
   switch (key.type) {
     case ConfigType::Bool: {
       std::string t = lower(trim(text));
@@ -295,8 +384,12 @@ ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
       bad_value(key, text, origin);
     }
     case ConfigType::String:
-    case ConfigType::Ignored:
       return std::string(text);
+    case ConfigType::Block: {
+      nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) bad_value(key, text, origin);
+      return j;
+    }
     case ConfigType::DoubleList: {
       std::vector<double> values;
       std::string t = trim(text);
@@ -325,12 +418,45 @@ ConfigValue parse_config_value(const ConfigKey &key, std::string_view text,
   fail(ZRT_ERR_INTERNAL, "config key {} has no type", key.name);
 }
 
+}  // namespace
+
+std::vector<std::pair<const ConfigKey *, std::string>> config_entries(const ConfigSchema &schema,
+                                                                      const nlohmann::json &j,
+                                                                      std::string_view where) {
+  std::vector<std::pair<std::string, const nlohmann::json *>> flat;
+  flatten(schema, j, "", flat);
+  std::vector<std::pair<const ConfigKey *, std::string>> out;
+  for (auto &[name, value] : flat) {
+    const ConfigKey *key = schema.find(name);
+    if (key == nullptr) {
+      std::vector<std::string> hints = schema.suggest(name);
+      fail(ZRT_ERR_CONFIG, "unknown key '{}' in {}{}; zrt-info --config-keys lists them all", name,
+           where, hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
+    }
+    if (key->use == KeyUse::Refused)
+      fail(ZRT_ERR_CONFIG, "{} (from {}) is not supported: {}", key->name, where, key->doc);
+    bool list_ok = key->type == ConfigType::DoubleList && value->is_array();
+    bool block_ok = key->type == ConfigType::Block && value->is_object();
+    if ((value->is_array() && !list_ok) || value->is_null() ||
+        (key->type == ConfigType::Block && !block_ok))
+      fail(ZRT_ERR_CONFIG, "bad value {} for {} (from {}): {}", value->dump(), key->name, where,
+           accepted(*key));
+    out.emplace_back(key, list_ok || block_ok ? value->dump() : json_scalar_text(*value));
+  }
+  return out;
+}
+
 void Config::apply(const ConfigKey &key, std::string_view text, ConfigSource source,
                    std::string_view origin) {
-  Entry &e = entries_[key.name];
+  Entry e;
   e.key = &key;
-  e.value = parse_config_value(key, text, origin);
+  // A default is what zerort does, not a choice to check (a refused key has none).
+  e.value = source == ConfigSource::Default ? parse_typed(key, text, origin)
+                                            : parse_config_value(key, text, origin);
   e.source = source;
+  e.origin = std::string(origin);
+  e.is_auto = is_auto_text(key, text);
+  entries_[key.name] = std::move(e);
 }
 
 namespace {
@@ -401,27 +527,8 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
     }
     if (!j.is_object())
       fail(ZRT_ERR_CONFIG, "configuration file {} must hold a JSON object", c.file_path_);
-    std::vector<std::pair<std::string, const nlohmann::json *>> flat;
-    flatten(schema, j, "", flat);
-    for (auto &[name, value] : flat) {
-      const ConfigKey *key = schema.find(name);
-      if (key == nullptr) {
-        std::vector<std::string> hints = schema.suggest(name);
-        fail(ZRT_ERR_CONFIG, "unknown key '{}' in {}{}; zrt-info --config-keys lists them all",
-             name, c.file_path_,
-             hints.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(hints, ", ")));
-      }
-      if (key->type == ConfigType::Ignored) {
-        c.ignored_.push_back(name);
-        continue;
-      }
-      bool list_ok = key->type == ConfigType::DoubleList && value->is_array();
-      if ((value->is_array() && !list_ok) || value->is_null())
-        fail(ZRT_ERR_CONFIG, "bad value {} for {} (from {}): {}", value->dump(), key->name,
-             c.file_path_, accepted(*key));
-      c.apply(*key, list_ok ? value->dump() : json_scalar_text(*value), ConfigSource::File,
-              c.file_path_);
-    }
+    for (auto &[key, text] : config_entries(schema, j, c.file_path_))
+      c.apply(*key, text, ConfigSource::File, c.file_path_);
   }
 
   Config out = c.with_params(params);
@@ -438,7 +545,7 @@ Config Config::with_params(const std::map<std::string, std::string> &params) con
   for (auto &[name, text] : params) {
     const ConfigKey *key = schema_->find(name);
     if (key == nullptr) fail(ZRT_ERR_INTERNAL, "params set unknown config key {}", name);
-    c.apply(*key, text, ConfigSource::Params, "the params struct");
+    c.apply(*key, text, ConfigSource::Params, "the program's params");
   }
   for (auto &[name, text] : env_texts_) {
     const ConfigKey *key = schema_->find(name);
@@ -453,31 +560,60 @@ const Config::Entry &Config::entry(std::string_view name) const {
   return it->second;
 }
 
+const Config::Entry &Config::value_entry(std::string_view name) const {
+  const Entry &e = entry(name);
+  // parse_config_value refused "auto" without an auto_value where it was given, but a key
+  // may be read by its own rules (is_auto first): say what is missing.
+  if (e.is_auto && e.key->auto_value.empty())
+    fail(ZRT_ERR_CONFIG,
+         "{} is \"auto\" (from {}) and the program did not supply its value: \"auto\" is {}",
+         e.key->name, e.origin, e.key->auto_doc);
+  return e;
+}
+
 bool Config::get_bool(std::string_view name) const {
-  return std::get<bool>(entry(name).value);
+  return std::get<bool>(value_entry(name).value);
 }
 int64_t Config::get_int(std::string_view name) const {
-  return std::get<int64_t>(entry(name).value);
+  return std::get<int64_t>(value_entry(name).value);
 }
 double Config::get_double(std::string_view name) const {
-  return std::get<double>(entry(name).value);
+  return std::get<double>(value_entry(name).value);
 }
 const std::string &Config::get_string(std::string_view name) const {
-  return std::get<std::string>(entry(name).value);
+  return std::get<std::string>(value_entry(name).value);
 }
 const std::vector<double> &Config::get_doubles(std::string_view name) const {
-  return std::get<std::vector<double>>(entry(name).value);
+  return std::get<std::vector<double>>(value_entry(name).value);
+}
+const nlohmann::json &Config::get_block(std::string_view name) const {
+  return std::get<nlohmann::json>(value_entry(name).value);
 }
 ConfigSource Config::source(std::string_view name) const {
   return entry(name).source;
 }
+std::string Config::origin(std::string_view name) const {
+  return entry(name).origin;
+}
+bool Config::is_auto(std::string_view name) const {
+  return entry(name).is_auto;
+}
+
+namespace {
+
+nlohmann::json value_json(const ConfigValue &value) {
+  nlohmann::json v;
+  std::visit([&](auto &&x) { v = x; }, value);
+  return v;
+}
+
+}  // namespace
 
 std::vector<Setting> Config::agreed_settings() const {
   std::vector<Setting> out;
   for (auto &[name, e] : entries_) {
-    if (e.key == nullptr || e.key->per_rank || e.key->type == ConfigType::Ignored) continue;
-    nlohmann::json v;
-    std::visit([&](auto &&x) { v = x; }, e.value);
+    if (e.key == nullptr || e.key->per_rank) continue;
+    nlohmann::json v = e.is_auto ? nlohmann::json("auto") : value_json(e.value);
     std::string source = source_name(e.source);
     if (e.source == ConfigSource::File) source += " " + file_path_;
     out.push_back({name, v.is_string() ? v.get<std::string>() : v.dump(), source});
@@ -487,13 +623,9 @@ std::vector<Setting> Config::agreed_settings() const {
 
 nlohmann::json Config::to_json() const {
   nlohmann::json out = nlohmann::json::object();
-  for (auto &[name, e] : entries_) {
-    // Other tools' keys have no value in zerort: they are listed by ignored_keys().
-    if (e.key != nullptr && e.key->type == ConfigType::Ignored) continue;
-    nlohmann::json v;
-    std::visit([&](auto &&x) { v = x; }, e.value);
-    out[name] = {{"value", v}, {"source", source_name(e.source)}};
-  }
+  for (auto &[name, e] : entries_)
+    out[name] = {{"value", e.is_auto ? nlohmann::json("auto") : value_json(e.value)},
+                 {"source", source_name(e.source)}};
   return out;
 }
 

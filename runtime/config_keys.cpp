@@ -39,59 +39,252 @@ ConfigKey config_real(std::string name, std::string default_value, std::string e
       std::move(env));
 }
 
-// DeepSpeed keys that a ds_config.json commonly holds and zerort does not use: accepted
-// with a warning so that such a file works as it is. Anything else unknown is an error.
-std::vector<ConfigKey> deepspeed_ignored_keys() {
-  std::vector<ConfigKey> keys;
-  for (const char *name : {"train_batch_size",
-                           "train_micro_batch_size_per_gpu",
-                           "steps_per_print",
-                           "wall_clock_breakdown",
-                           "dump_state",
-                           "prescale_gradients",
-                           "gradient_predivide_factor",
-                           "sparse_gradients",
-                           "scheduler",
-                           "activation_checkpointing",
-                           "flops_profiler",
-                           "tensorboard",
-                           "wandb",
-                           "csv_monitor",
-                           "comms_logger",
-                           "communication_data_type",
-                           "data_types",
-                           "amp",
-                           "zero_allow_untested_optimizer",
-                           "zero_force_ds_cpu_optimizer",
-                           "fp16.auto_cast",
-                           "fp16.consecutive_hysteresis",
-                           "bf16.immediate_grad_update",
-                           "zero_optimization.contiguous_gradients",
-                           "zero_optimization.reduce_scatter",
-                           "zero_optimization.allgather_partitions",
-                           "zero_optimization.round_robin_gradients",
-                           "zero_optimization.offload_param",
-                           "zero_optimization.offload_optimizer.pin_memory",
-                           "zero_optimization.offload_optimizer.nvme_path",
-                           "zero_optimization.offload_optimizer.buffer_count",
-                           "zero_optimization.offload_optimizer.fast_init",
-                           "zero_optimization.sub_group_size",
-                           "zero_optimization.stage3_max_reuse_distance",
-                           "zero_optimization.stage3_prefetch_bucket_size",
-                           "zero_optimization.stage3_param_persistence_threshold",
-                           "zero_optimization.stage3_gather_16bit_weights_on_model_save",
-                           "zero_optimization.elastic_checkpoint",
-                           "zero_optimization.load_from_fp32_weights",
-                           "zero_optimization.ignore_unused_parameters",
-                           "zero_optimization.cpu_offload",
-                           "optimizer.params.bias_correction",
-                           "optimizer.params.amsgrad",
-                           "optimizer.params.torch_adam",
-                           "optimizer.params.adam_w_mode"}) {
-    keys.push_back(config_key(name, ConfigType::Ignored, "",
-                              "DeepSpeed key accepted and ignored (with a warning)"));
-  }
-  return keys;
+ConfigKey with_auto(ConfigKey k, std::string doc, std::string value = "") {
+  k.auto_doc = std::move(doc);
+  k.auto_value = std::move(value);
+  return k;
+}
+
+// Accepted only with the values in `values` (text), which describe what zerort does anyway.
+ConfigKey only(ConfigKey k, std::vector<std::string> values) {
+  k.use = KeyUse::Only;
+  k.only = std::move(values);
+  return k;
+}
+
+// Accepted only as the engine's settings check where they are used (the doc says how).
+ConfigKey only_checked(ConfigKey k) {
+  k.use = KeyUse::Only;
+  return k;
+}
+
+ConfigKey refused(std::string name, std::string why) {
+  ConfigKey k = config_key(std::move(name), ConfigType::String, "", std::move(why));
+  k.use = KeyUse::Refused;
+  return k;
+}
+
+ConfigKey disabled(std::string name, std::string why) {
+  ConfigKey k = config_key(std::move(name), ConfigType::Block, "{}", std::move(why));
+  k.use = KeyUse::Disabled;
+  return k;
+}
+
+ConfigKey flag_only(std::string name, bool value, std::string why) {
+  return only(
+      config_key(std::move(name), ConfigType::Bool, value ? "true" : "false", std::move(why)),
+      {value ? "true" : "false"});
+}
+
+// DeepSpeed's keys beyond the engine's own knobs (engine_keys), each of which acts, is
+// refused with its reason, or is accepted only with the values that describe what zerort
+// does anyway: a ds_config.json written for DeepSpeed (or for the Hugging Face Trainer,
+// "auto" values included) loads, and nothing in it is silently left out.
+std::vector<ConfigKey> deepspeed_keys() {
+  constexpr int64_t kBig = int64_t{1} << 50;
+  const std::string nvme =
+      "zerort has no NVMe offload (offload to host memory is "
+      "zero_optimization.offload_optimizer.device cpu): remove the key";
+  ConfigKey sub_group =
+      only_checked(config_int("zero_optimization.sub_group_size", 1000000000, 1, kBig,
+                              "accepted from 1e9 (DeepSpeed's default) up: zerort updates each "
+                              "rank's whole shard in one pass, as DeepSpeed does with a "
+                              "sub-group at least the shard; smaller sub-groups bound what NVMe "
+                              "offload swaps, which zerort does not do"));
+  ConfigKey reuse = only_checked(config_int(
+      "zero_optimization.stage3_max_reuse_distance", 1000000000, 0, kBig,
+      "accepted at zero_optimization.stage3_max_live_parameters or more: zerort keeps released "
+      "parameters by recency until more than stage3_max_live_parameters elements are "
+      "resident, which keeps those reused within that distance, as DeepSpeed does with a "
+      "reuse distance at least that"));
+  ConfigKey prefetch = with_auto(
+      only_checked(config_int("zero_optimization.stage3_prefetch_bucket_size", 6553600, 0, kBig,
+                              "stage 3 prefetches the next gather group (one bucket of "
+                              "zero_optimization.reduce_bucket_size elements, or one larger "
+                              "parameter): accepted as \"auto\" or equal to "
+                              "zero_optimization.reduce_bucket_size")),
+      "zerort's prefetch: the next group of zero_optimization.reduce_bucket_size elements");
+  ConfigKey persistence = with_auto(
+      only(config_int("zero_optimization.stage3_param_persistence_threshold", 0, 0, kBig,
+                      "zerort partitions every parameter at stage 3 and gathers small ones with "
+                      "their bucket, which is what DeepSpeed saves by keeping them whole: "
+                      "accepted as 0 or \"auto\""),
+           {"0"}),
+      "0: every parameter is partitioned", "0");
+  ConfigKey comm_dtype = only_checked(config_choice(
+      "communication_data_type", "fp32", {"fp32", "fp16", "bf16"},
+      "accepted equal to the compute dtype (fp16.enabled, bf16.enabled), in which zerort "
+      "reduces gradients"));
+  ConfigKey accum_dtype = only_checked(config_choice(
+      "data_types.grad_accum_dtype", "fp32", {"fp32", "fp16", "bf16"},
+      "accepted equal to the compute dtype, in which zerort adds the micro-steps' gradients"));
+  ConfigKey offload_param = only_checked(config_choice(
+      "zero_optimization.offload_param.device", "none", {"none", "cpu"},
+      "cpu is accepted with engine.memory_space host, whose parameters are in host memory "
+      "already; zerort does not move a device engine's parameters to the host (and has no "
+      "NVMe offload)"));
+  ConfigKey offload_pin = only_checked(
+      config_key("zero_optimization.offload_optimizer.pin_memory", ConfigType::Bool, "true",
+                 "accepted true, or false without optimizer offload: zerort keeps an offloaded "
+                 "optimizer state in pinned host memory"));
+  return {
+      with_auto(config_int("train_batch_size", 0, 0, kBig,
+                           "samples per optimizer step over all ranks: "
+                           "train_micro_batch_size_per_gpu x gradient_accumulation_steps x "
+                           "ranks; of the three, two set the third as in DeepSpeed (this "
+                           "alone: one micro-step), and three that do not multiply out are an "
+                           "error; 0: not given. The engine takes its accumulation from them "
+                           "and zrt_engine_describe reports both sizes"),
+                "the program's (zrt-gpt2, zrt-bert: --global-batch, or --batch x --grad-accum "
+                "x ranks), else derived from the other two",
+                "0"),
+      with_auto(config_int("train_micro_batch_size_per_gpu", 0, 0, kBig,
+                           "samples per micro-step and rank (the trainers' --batch); see "
+                           "train_batch_size; 0: not given"),
+                "the program's (zrt-gpt2, zrt-bert: --batch), else derived from the other two",
+                "0"),
+      config_int("steps_per_print", 0, 0, kBig,
+                 "every this many optimizer steps rank 0 writes DeepSpeed's progress line "
+                 "(step, learning rate, loss scale, skipped steps) to stderr, whatever "
+                 "log_level says; 0: never"),
+      config_choice("scheduler.type", "none",
+                    {"none", "warmuplr", "warmupdecaylr", "warmupcosinelr"},
+                    "DeepSpeed's learning rate schedulers (WarmupLR, WarmupDecayLR, "
+                    "WarmupCosineLR, with their formulas), applied by zrt_engine_step after "
+                    "each applied update, from the engine's step count (so a loaded "
+                    "checkpoint resumes the schedule); none: the program sets the rate "
+                    "(zrt_engine_set_lr, refused while a scheduler runs)"),
+      with_auto(config_real("scheduler.params.warmup_min_lr", "0", "ZRT_WARMUP_MIN_LR",
+                            "WarmupLR, WarmupDecayLR: the rate warmup starts from"),
+                "0, as the Hugging Face Trainer fills it", "0"),
+      with_auto(config_real("scheduler.params.warmup_max_lr", "0.001", "ZRT_WARMUP_MAX_LR",
+                            "WarmupLR, WarmupDecayLR: the rate warmup reaches (unset: "
+                            "optimizer.params.lr for WarmupLR, 0.001 for WarmupDecayLR, as "
+                            "DeepSpeed)"),
+                "the program's learning rate (the trainers: --lr), else optimizer.params.lr"),
+      with_auto(config_int("scheduler.params.warmup_num_steps", 1000, 1, kBig,
+                           "optimizer steps of warmup (DeepSpeed uses at least 2)"),
+                "the program's (zrt-gpt2, zrt-bert: --warmup or their default)"),
+      config_choice("scheduler.params.warmup_type", "log", {"log", "linear"},
+                    "how warmup rises: log (DeepSpeed's default) or linear"),
+      with_auto(config_int("scheduler.params.total_num_steps", 0, 0, kBig,
+                           "WarmupDecayLR, WarmupCosineLR: the optimizer steps of the whole "
+                           "run (needed by them)"),
+                "the program's (zrt-gpt2, zrt-bert: --steps)"),
+      config_real("scheduler.params.warmup_min_ratio", "0", "ZRT_WARMUP_MIN_RATIO",
+                  "WarmupCosineLR: warmup starts from this share of optimizer.params.lr"),
+      config_real("scheduler.params.cos_min_ratio", "0.0001", "ZRT_COS_MIN_RATIO",
+                  "WarmupCosineLR: the share of optimizer.params.lr the cosine ends at"),
+      only(config_int("scheduler.params.last_batch_iteration", -1, -1, kBig,
+                      "accepted as -1: the schedule's position is the engine's step count, "
+                      "which zrt_checkpoint_load restores"),
+           {"-1"}),
+      config_key("optimizer.params.adam_w_mode", ConfigType::Bool, "false",
+                 "with optimizer.type adam: true runs AdamW (decoupled weight decay), as "
+                 "DeepSpeed's Adam does by default; zerort's adam is Adam with L2 decay "
+                 "unless this is true"),
+      config_key("fp16.consecutive_hysteresis", ConfigType::Bool, "false",
+                 "every step without overflow refills the hysteresis (DeepSpeed's "
+                 "consecutive_hysteresis); false: only a doubling of the scale refills it"),
+      flag_only("wall_clock_breakdown", false,
+                "zerort has no per-phase timers to print; zrt_engine_step's report times "
+                "the communication a step waited for"),
+      flag_only("dump_state", false,
+                "zerort does not print its state at start; zrt-info and "
+                "zrt_context_describe / zrt_engine_describe show the resolved settings"),
+      flag_only("prescale_gradients", false,
+                "zerort averages gradients after summing them (prescale_gradients false)"),
+      only(config_real("gradient_predivide_factor", "1", "ZRT_GRADIENT_PREDIVIDE_FACTOR",
+                       "zerort divides the summed gradients by the ranks once, after the "
+                       "reduction (a factor of 1)"),
+           {"1"}),
+      flag_only("sparse_gradients", false, "zerort reduces dense gradients only"),
+      comm_dtype,
+      accum_dtype,
+      only(config_key("zero_allow_untested_optimizer", ConfigType::Bool, "false",
+                      "accepted either way: zerort runs only its own optimizers, which all "
+                      "support ZeRO, so there is no untested one to allow"),
+           {"true", "false"}),
+      flag_only("zero_force_ds_cpu_optimizer", true,
+                "an offloaded optimizer always runs zerort's own CPU kernels"),
+      flag_only("fp16.auto_cast", false,
+                "zerort does not cast the program's inputs; the program computes in the "
+                "dtype of its parameters"),
+      flag_only("bf16.immediate_grad_update", false,
+                "zerort adds the micro-steps' gradients in the compute dtype, as DeepSpeed "
+                "does without immediate_grad_update"),
+      flag_only("zero_optimization.contiguous_gradients", true,
+                "zerort's gradient buckets are always contiguous buffers"),
+      flag_only("zero_optimization.reduce_scatter", true,
+                "zerort always reduce-scatters gradients at stages 1-3"),
+      flag_only("zero_optimization.allgather_partitions", true,
+                "zerort always all-gathers updated parameters"),
+      flag_only("zero_optimization.round_robin_gradients", false,
+                "zerort assigns each rank one slice of every bucket"),
+      flag_only("zero_optimization.cpu_offload", false,
+                "DeepSpeed's old spelling of optimizer offload: write "
+                "zero_optimization.offload_optimizer.device cpu"),
+      flag_only("zero_optimization.elastic_checkpoint", true,
+                "zerort's checkpoints always load at any world size"),
+      flag_only("zero_optimization.load_from_fp32_weights", true,
+                "zerort always loads the fp32 master weights of a checkpoint"),
+      flag_only("zero_optimization.ignore_unused_parameters", false,
+                "zrt_engine_step needs every registered parameter's gradient "
+                "(zrt_grad_ready; zeros for an unused one)"),
+      flag_only("zero_optimization.stage3_gather_16bit_weights_on_model_save", true,
+                "zerort's checkpoints always hold whole tensors, gathered from the shards "
+                "(zrt-ckpt export writes them in 16 bits if asked)"),
+      offload_param,
+      only(config_key("zero_optimization.offload_param.pin_memory", ConfigType::Bool, "false",
+                      "accepted either way: zerort offloads parameters only for a host "
+                      "engine, whose parameters are never copied to a device, which is "
+                      "what pinning speeds up"),
+           {"true", "false"}),
+      refused("zero_optimization.offload_param.nvme_path", nvme),
+      refused("zero_optimization.offload_param.buffer_count", nvme),
+      refused("zero_optimization.offload_param.buffer_size", nvme),
+      refused("zero_optimization.offload_param.max_in_cpu", nvme),
+      offload_pin,
+      refused("zero_optimization.offload_optimizer.nvme_path", nvme),
+      refused("zero_optimization.offload_optimizer.buffer_count", nvme),
+      flag_only("zero_optimization.offload_optimizer.fast_init", false,
+                "fast_init speeds up NVMe offload, which zerort does not do"),
+      only(config_real("zero_optimization.offload_optimizer.ratio", "1",
+                       "ZRT_OFFLOAD_OPTIMIZER_RATIO",
+                       "zerort offloads the whole optimizer state or none of it"),
+           {"1"}),
+      sub_group,
+      reuse,
+      prefetch,
+      persistence,
+      only(config_key("optimizer.params.bias_correction", ConfigType::Bool, "true",
+                      "zerort's Adam, AdamW and LAMB always correct the moments' bias"),
+           {"true"}),
+      flag_only("optimizer.params.amsgrad", false, "zerort has no AMSGrad"),
+      only(config_key("optimizer.params.torch_adam", ConfigType::Bool, "false",
+                      "accepted either way: it picks which implementation of the same "
+                      "update DeepSpeed runs; zerort runs its own"),
+           {"true", "false"}),
+      disabled("activation_checkpointing",
+               "zerort has no activation checkpointing of its own: the program recomputes "
+               "(zrt-gpt2 --recompute) or offloads activations (zrt_offload_push); accepted "
+               "with every flag false"),
+      disabled("flops_profiler", "zerort has no FLOPS profiler: accepted with enabled false"),
+      disabled("tensorboard",
+               "zerort writes no TensorBoard events: accepted with enabled "
+               "false (the trainers' --json-metrics writes metrics)"),
+      disabled("wandb", "zerort does not log to Weights & Biases: accepted with enabled false"),
+      disabled("csv_monitor",
+               "zerort writes no CSV monitor: accepted with enabled false "
+               "(the trainers' --json-metrics writes metrics)"),
+      disabled("comms_logger",
+               "zerort has no communication logger: accepted with enabled false "
+               "(zrt_engine_step's report counts the collectives and their bytes)"),
+      disabled("amp",
+               "zerort has no apex AMP: accepted with enabled false or \"auto\" (which "
+               "the Hugging Face Trainer turns on only for apex); fp16.enabled and "
+               "bf16.enabled set the compute dtype"),
+  };
 }
 
 // The ZeRO engine's knobs, named as in DeepSpeed's ds_config.json where DeepSpeed has
@@ -103,19 +296,24 @@ std::vector<ConfigKey> engine_keys() {
                           "ZeRO stage: 0 data parallel, 1 sharded optimizer state, 2 and sharded "
                           "gradients, 3 and sharded parameters"),
                "ZRT_ZERO_STAGE");
-  ConfigKey reduce = with_env(
-      config_int("zero_optimization.reduce_bucket_size", 25 << 20 >> 2, 1, int64_t{1} << 40,
-                 "gradient bucket size in elements (DeepSpeed's unit); 6553600 = 25 MiB of "
-                 "fp32"),
-      "ZRT_REDUCE_BUCKET_SIZE");
+  ConfigKey reduce = with_auto(
+      with_env(
+          config_int("zero_optimization.reduce_bucket_size", 25 << 20 >> 2, 1, int64_t{1} << 40,
+                     "gradient bucket size in elements (DeepSpeed's unit); 6553600 = 25 MiB of "
+                     "fp32"),
+          "ZRT_REDUCE_BUCKET_SIZE"),
+      "the program's (zrt-gpt2, zrt-bert: hidden size squared, as the Hugging Face "
+      "Trainer), else 6553600",
+      "6553600");
   ConfigKey gather =
       with_env(config_int("zero_optimization.allgather_bucket_size", 25 << 20 >> 2, 1,
                           int64_t{1} << 40, "parameter all-gather bucket size in elements"),
                "ZRT_ALLGATHER_BUCKET_SIZE");
   ConfigKey betas =
-      with_env(config_key("optimizer.params.betas", ConfigType::DoubleList, "0.9,0.999",
-                          "Adam/LAMB moment coefficients [beta1, beta2]"),
-               "ZRT_OPTIMIZER_BETAS");
+      with_auto(with_env(config_key("optimizer.params.betas", ConfigType::DoubleList, "0.9,0.999",
+                                    "Adam/LAMB moment coefficients [beta1, beta2]"),
+                         "ZRT_OPTIMIZER_BETAS"),
+                "the program's (the trainers: --beta1, --beta2 or their defaults)");
   betas.min = betas.max = 2;
   return {
       stage,
@@ -153,12 +351,14 @@ std::vector<ConfigKey> engine_keys() {
                  "the update on every rank when it is Inf or NaN, leaving parameters and "
                  "optimizer state untouched, in every dtype (fp16 with dynamic loss scaling "
                  "also lowers the scale); the step report counts the skips"),
-      with_env(config_key("fp16.enabled", ConfigType::Bool, "false",
-                          "parameters and gradients in fp16 with fp32 master weights"),
-               "ZRT_FP16"),
-      with_env(config_key("bf16.enabled", ConfigType::Bool, "false",
-                          "parameters and gradients in bf16 with fp32 master weights"),
-               "ZRT_BF16"),
+      with_auto(with_env(config_key("fp16.enabled", ConfigType::Bool, "false",
+                                    "parameters and gradients in fp16 with fp32 master weights"),
+                         "ZRT_FP16"),
+                "the program's compute dtype (compute_dtype; the trainers: --dtype)"),
+      with_auto(with_env(config_key("bf16.enabled", ConfigType::Bool, "false",
+                                    "parameters and gradients in bf16 with fp32 master weights"),
+                         "ZRT_BF16"),
+                "the program's compute dtype (compute_dtype; the trainers: --dtype)"),
       config_real("fp16.loss_scale", "0", "ZRT_LOSS_SCALE",
                   "0: dynamic loss scaling (fp16); another value: that static scale"),
       with_env(config_int("fp16.initial_scale_power", 16, 0, 64,
@@ -172,20 +372,28 @@ std::vector<ConfigKey> engine_keys() {
                "ZRT_HYSTERESIS"),
       config_real("fp16.min_loss_scale", "1", "ZRT_MIN_LOSS_SCALE",
                   "the dynamic loss scale never drops below this"),
-      config_real("gradient_clipping", "0", "ZRT_GRADIENT_CLIPPING",
-                  "clip the global gradient norm to this value; 0 disables clipping"),
-      with_env(config_int("gradient_accumulation_steps", 1, 1, 1 << 20,
-                          "micro-steps (zrt_engine_step calls) per optimizer step"),
-               "ZRT_GRADIENT_ACCUMULATION_STEPS"),
+      with_auto(config_real("gradient_clipping", "0", "ZRT_GRADIENT_CLIPPING",
+                            "clip the global gradient norm to this value; 0 disables clipping"),
+                "the program's (the trainers: --grad-clip or their default)"),
+      with_auto(with_env(config_int("gradient_accumulation_steps", 1, 1, 1 << 20,
+                                    "micro-steps (zrt_engine_step calls) per optimizer step"),
+                         "ZRT_GRADIENT_ACCUMULATION_STEPS"),
+                "the program's (the trainers: --grad-accum), else derived from "
+                "train_batch_size and train_micro_batch_size_per_gpu, else 1",
+                "1"),
       with_env(config_choice("optimizer.type", "adamw", {"adamw", "adam", "sgd", "lamb"},
                              "optimizer run on each rank's shard"),
                "ZRT_OPTIMIZER"),
-      config_real("optimizer.params.lr", "0.001", "ZRT_LR", "learning rate"),
+      with_auto(config_real("optimizer.params.lr", "0.001", "ZRT_LR",
+                            "learning rate (the peak of WarmupCosineLR)"),
+                "the program's (the trainers: --lr or their default)"),
       betas,
-      config_real("optimizer.params.eps", "1e-8", "ZRT_OPTIMIZER_EPS",
-                  "Adam/LAMB denominator epsilon"),
-      config_real("optimizer.params.weight_decay", "0", "ZRT_WEIGHT_DECAY",
-                  "weight decay (decoupled for AdamW and LAMB, L2 for Adam and SGD)"),
+      with_auto(config_real("optimizer.params.eps", "1e-8", "ZRT_OPTIMIZER_EPS",
+                            "Adam/LAMB denominator epsilon"),
+                "the program's (the trainers: --eps or their default)"),
+      with_auto(config_real("optimizer.params.weight_decay", "0", "ZRT_WEIGHT_DECAY",
+                            "weight decay (decoupled for AdamW and LAMB, L2 for Adam and SGD)"),
+                "the program's (the trainers: --weight-decay or their default)"),
       config_real("optimizer.params.momentum", "0", "ZRT_MOMENTUM", "SGD momentum"),
       with_env(config_key("optimizer.params.nesterov", ConfigType::Bool, "false",
                           "SGD: Nesterov momentum"),
@@ -333,11 +541,26 @@ constexpr const char *kPerRankKeys[] = {
     "offload.prefetch_depth",
 };
 
+// The engine's knobs that DeepSpeed names alike (the rest are zerort's own).
+bool deepspeed_name(const std::string &name) {
+  for (const char *prefix : {"zero_optimization.", "optimizer.", "fp16.", "bf16."})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return name == "gradient_clipping" || name == "gradient_accumulation_steps";
+}
+
 std::vector<ConfigKey> all_keys() {
   std::vector<ConfigKey> keys = library_keys();
-  for (auto *more : {engine_keys, deepspeed_ignored_keys})
-    for (ConfigKey &k : more())
-      keys.push_back(std::move(k));
+  for (ConfigKey &k : engine_keys()) {
+    // The optimizer's threads and kernels belong to the context (its thread pool).
+    k.engine = k.name.rfind("kernels.", 0) != 0;
+    k.deepspeed = deepspeed_name(k.name);
+    keys.push_back(std::move(k));
+  }
+  for (ConfigKey &k : deepspeed_keys()) {
+    k.engine = true;
+    k.deepspeed = true;
+    keys.push_back(std::move(k));
+  }
   for (const char *name : kPerRankKeys) {
     auto it =
         std::find_if(keys.begin(), keys.end(), [&](const ConfigKey &k) { return k.name == name; });

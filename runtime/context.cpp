@@ -129,10 +129,6 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     check_same_settings(comm_, config_.agreed_settings(), "zerort's settings");
     log_level_ = parse_level(config_.get_string("log_level"));
     log::set_level(log_level_);
-    if (rank_ == 0)
-      for (const std::string &key : config_.ignored_keys())
-        log::warn("{}: ignoring {}, a DeepSpeed key that zerort does not use", config_.file_path(),
-                  key);
 
     NodeLayout layout;
     run_agreed(comm_, [&] {
@@ -221,7 +217,6 @@ nlohmann::json Context::describe() const {
       {"size", size_},
       {"config", config_.to_json()},
       {"config_file", config_.file_path()},
-      {"config_ignored", config_.ignored_keys()},
       {"topology", topology_->to_json()},
   };
   for (const auto &p : parts_)

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <zerort/zerort.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include "training/engine_model_state.hpp"
 #include "training/global_batch.hpp"
 #include "training/init_from.hpp"
+#include "training/job_settings.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -39,8 +41,7 @@ using training::kPositive;
 struct Cli {
   bert::BertTrainOptions train;
   std::string config = "bert-tiny";
-  training::EngineCli engine;  // --zero-stage, --dtype, --deterministic, --device, --bucket-mb
-  std::string optimizer = "lamb";
+  training::EngineCli engine;  // --zero-stage, --dtype, --optimizer, --deterministic, ...
   std::string data = (gpt2::data_root() / "bert" / "moby-dick").string();
   std::string vocab;
   double lr = 1e-3;
@@ -59,12 +60,10 @@ void add_options(CLI::App &app, Cli &c) {
                  "bert-medium (8/512), bert-base (12/768), bert-large (24/1024), or a JSON file "
                  "with Hugging Face's BertConfig keys")
       ->capture_default_str();
-  c.engine.add_to(app);
-  app.add_option("--optimizer", c.optimizer,
-                 "lamb (BERT's large-batch optimizer: Adam with a per-tensor trust ratio) or "
-                 "adamw")
-      ->check(CLI::IsMember({"lamb", "adamw"}))
-      ->capture_default_str();
+  c.engine.optimizer = "lamb";
+  c.engine.add_to(app,
+                  "optimizer (default lamb, BERT's large-batch optimizer: Adam with a "
+                  "per-tensor trust ratio)");
   app.add_option("--steps", t.steps, "optimizer steps")->check(kPositive)->capture_default_str();
   app.add_option("--batch", t.batch, "sequences per micro-step and rank")
       ->check(kPositive)
@@ -161,6 +160,30 @@ std::filesystem::path default_vocab(const std::filesystem::path &data) {
   return gpt2::data_root() / name;
 }
 
+// The engine settings of the command line, with zrt-bert's defaults.
+training::TrainerSettings trainer_settings(const Cli &c, const CLI::App &app) {
+  const bert::BertTrainOptions &t = c.train;
+  auto given = [&](const char *option) { return app.count(option) > 0; };
+  training::TrainerSettings s;
+  s.program = "zrt-bert";
+  c.engine.fill(s, app);
+  s.lr = {c.lr, given("--lr")};
+  s.beta1 = {t.optimizer.beta1, given("--beta1")};
+  s.beta2 = {t.optimizer.beta2, given("--beta2")};
+  s.eps = {t.optimizer.eps, given("--eps")};
+  s.weight_decay = {t.optimizer.weight_decay, given("--weight-decay")};
+  s.grad_clip = {t.optimizer.grad_clip, given("--grad-clip")};
+  s.accumulation = {t.optimizer.accumulation_steps, given("--grad-accum")};
+  s.batch = {t.batch, given("--batch")};
+  s.global_batch = c.global_batch;
+  s.hidden = t.config.hidden;
+  s.steps = {t.steps, given("--steps")};
+  s.warmup = t.lr.warmup_steps;
+  for (const char *option : {"--warmup", "--min-lr-frac", "--decay-power"})
+    if (given(option)) s.schedule_options.push_back(option);
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -179,19 +202,22 @@ int main(int argc, char **argv) {
         bert::World world{job.rank(), job.size(), job.comm()};
         std::unique_ptr<training::ModelState> state;
         std::unique_ptr<bert::BertTrainer> trainer;
+        std::optional<training::ConfigView> config;
+        training::JobSettings settings;
         const bool ready = job.agreed([&] {
           bert::BertTrainOptions &t = cli.train;
           t.config = bert::BertConfig::from_name_or_file(cli.config);
-          if (cli.global_batch)
-            t.optimizer.accumulation_steps =
-                training::accumulation_for_global_batch(*cli.global_batch, t.batch, job.size());
+          config.emplace(job.context());
+          // The command line's own split, checked in its own words; the file's batch sizes
+          // are the engine's to check.
+          if (cli.global_batch && !training::file_sets_batch(*config))
+            training::accumulation_for_global_batch(*cli.global_batch, t.batch, job.size());
           t.data_dir = cli.data;
           t.vocab_path =
               cli.vocab.empty() ? default_vocab(cli.data) : std::filesystem::path(cli.vocab);
           t.save_path = cli.save;
           t.resume_path = cli.resume;
           t.init_from = cli.init_from;
-          t.optimizer.kind = cli.optimizer == "lamb" ? ZRT_OPTIMIZER_LAMB : ZRT_OPTIMIZER_ADAMW;
           t.lr.decay = training::LrDecay::polynomial;
           t.lr.power = cli.power;
           t.lr.max_lr = cli.lr;
@@ -201,10 +227,16 @@ int main(int argc, char **argv) {
             throw std::runtime_error(fmt::format(
                 "--data {}: no such folder; make it with: apps/data/prepare --model bert",
                 t.data_dir.string()));
+          settings = training::plan_job_settings(*config, trainer_settings(cli, app));
         }) && job.agreed([&] {
+          nlohmann::json resolved;
           state = training::make_engine_model_state(
-              job.context(), bert::parameter_layout(cli.train.config),
-              cli.engine.options(cli.train.optimizer, cli.train.lr.max_lr));
+              job.context(), bert::parameter_layout(cli.train.config), settings.engine, &resolved);
+          training::take_resolved(resolved, *config, cli.train.batch, cli.train.optimizer,
+                                  cli.train.lr);
+          if (job.rank() == 0)
+            training::print_settings(training::settings_lines(resolved, *config, settings),
+                                     "zrt-bert");
         }) && job.agreed([&] {
           trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world);
         });

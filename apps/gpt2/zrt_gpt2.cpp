@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <zerort/zerort.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include "training/engine_cli.hpp"
 #include "training/global_batch.hpp"
 #include "training/init_from.hpp"
+#include "training/job_settings.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -54,7 +56,7 @@ void add_options(CLI::App &app, Cli &c) {
                  "channels: d2, d6, d12), or a JSON file (n_layer, n_head, n_embd, vocab_size, "
                  "n_positions; \"base\": NAME)")
       ->capture_default_str();
-  c.engine.add_to(app);
+  c.engine.add_to(app, "optimizer (default adamw, GPT-2's)");
   app.add_option("--n-layer", c.n_layer, "override the number of layers");
   app.add_option("--n-head", c.n_head, "override the number of heads");
   app.add_option("--n-embd", c.n_embd, "override the channels");
@@ -84,14 +86,17 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--warmup", t.lr.warmup_steps, "linear warmup steps")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  app.add_option("--weight-decay", t.optimizer.weight_decay, "AdamW weight decay")
+  app.add_option("--weight-decay", t.optimizer.weight_decay, "weight decay")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  app.add_option("--beta1", t.optimizer.beta1, "AdamW beta1")
+  app.add_option("--beta1", t.optimizer.beta1, "Adam and LAMB beta1")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--beta2", t.optimizer.beta2, "AdamW beta2")
+  app.add_option("--beta2", t.optimizer.beta2, "Adam and LAMB beta2")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--eps", t.optimizer.eps, "Adam and LAMB epsilon")
+      ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
       ->check(training::kNonNegative)
@@ -192,6 +197,30 @@ void check_blas(bool print) {
                __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2");
 }
 
+// The engine settings of the command line, with zrt-gpt2's defaults.
+training::TrainerSettings trainer_settings(const Cli &c, const CLI::App &app) {
+  const gpt2::TrainOptions &t = c.train;
+  auto given = [&](const char *option) { return app.count(option) > 0; };
+  training::TrainerSettings s;
+  s.program = "zrt-gpt2";
+  c.engine.fill(s, app);
+  s.lr = {t.lr.max_lr, c.lr.has_value()};
+  s.beta1 = {t.optimizer.beta1, given("--beta1")};
+  s.beta2 = {t.optimizer.beta2, given("--beta2")};
+  s.eps = {t.optimizer.eps, given("--eps")};
+  s.weight_decay = {t.optimizer.weight_decay, given("--weight-decay")};
+  s.grad_clip = {t.optimizer.grad_clip, given("--grad-clip")};
+  s.accumulation = {t.optimizer.accumulation_steps, given("--grad-accum")};
+  s.batch = {t.batch, given("--batch")};
+  s.global_batch = c.global_batch;
+  s.hidden = t.config.channels;
+  s.steps = {t.steps, given("--steps")};
+  s.warmup = t.lr.warmup_steps;
+  for (const char *option : {"--warmup", "--min-lr-frac"})
+    if (given(option)) s.schedule_options.push_back(option);
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -205,12 +234,17 @@ int main(int argc, char **argv) {
         // Set up everything that can fail on bad input, agreeing across ranks after each part.
         std::unique_ptr<gpt2::ModelState> state;
         std::unique_ptr<gpt2::Trainer> trainer;
+        std::optional<training::ConfigView> config;
+        training::JobSettings settings;
         const bool ready =
             job.agreed([&] {
               cli.train.config = model_config(cli);
-              if (cli.global_batch)
-                cli.train.optimizer.accumulation_steps = training::accumulation_for_global_batch(
-                    *cli.global_batch, cli.train.batch, job.size());
+              config.emplace(job.context());
+              // The command line's own split, checked in its own words; the file's batch
+              // sizes are the engine's to check.
+              if (cli.global_batch && !training::file_sets_batch(*config))
+                training::accumulation_for_global_batch(*cli.global_batch, cli.train.batch,
+                                                        job.size());
               cli.train.data_dir = cli.data;
               cli.train.save_path = cli.save;
               cli.train.resume_path = cli.resume;
@@ -222,13 +256,20 @@ int main(int argc, char **argv) {
                       : std::filesystem::path(cli.tokenizer);
               cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
               cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
+              settings = training::plan_job_settings(*config, trainer_settings(cli, app));
               check_blas(job.rank() == 0);
             }) &&
             // Collective: the engine agrees on its own errors, so every rank gets here.
             job.agreed([&] {
-              state = gpt2::make_engine_model_state(
-                  job.context(), gpt2::parameter_layout(cli.train.config),
-                  cli.engine.options(cli.train.optimizer, cli.train.lr.max_lr));
+              nlohmann::json resolved;
+              state = gpt2::make_engine_model_state(job.context(),
+                                                    gpt2::parameter_layout(cli.train.config),
+                                                    settings.engine, &resolved);
+              training::take_resolved(resolved, *config, cli.train.batch, cli.train.optimizer,
+                                      cli.train.lr);
+              if (job.rank() == 0)
+                training::print_settings(training::settings_lines(resolved, *config, settings),
+                                         "zrt-gpt2");
             }) &&
             job.agreed(
                 [&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });

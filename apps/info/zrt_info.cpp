@@ -5,7 +5,8 @@
 //   mpirun -np 2 zrt-info              a table
 //   mpirun -np 2 zrt-info --json       one JSON document (rank 0 prints it)
 //   mpirun -np 2 zrt-info --selfcheck  the table, then the collective self-check
-//   zrt-info --config-keys             every configuration key, its variable and default
+//   zrt-info --config-keys             every configuration key, its variable and default, and
+//                                      what zerort does with each of DeepSpeed's keys
 #include <fmt/format.h>
 #include <mpi.h>
 #include <zerort/zerort.h>
@@ -167,9 +168,43 @@ void print_table(const std::vector<json> &ranks) {
   for (auto it = r0["config"].begin(); it != r0["config"].end(); ++it, ++i)
     fmt::print("  {:<{}}  {:<{}}  ({})\n", rows[i].first, key_width, rows[i].second, value_width,
                (*it)["source"].get<std::string>());
-  if (r0.contains("config_ignored") && !r0["config_ignored"].empty())
-    fmt::print("  ignored (DeepSpeed keys that zerort does not use): {}\n",
-               fmt::join(r0["config_ignored"].get<std::vector<std::string>>(), ", "));
+}
+
+// What zerort does with each of DeepSpeed's keys: acts, accepted only with the values that
+// describe what zerort does anyway, accepted only when off, refused; and why.
+void print_deepspeed_keys(const json &keys) {
+  std::vector<std::string> acts, autos;
+  std::vector<const json *> only, disabled, refused;
+  for (const json &k : keys) {
+    if (!k.value("deepspeed", false)) continue;
+    const std::string use = k.value("use", "acts");
+    if (use == "acts") acts.push_back(k["name"].get<std::string>());
+    if (use == "only") only.push_back(&k);
+    if (use == "disabled") disabled.push_back(&k);
+    if (use == "refused") refused.push_back(&k);
+    if (k.contains("auto")) autos.push_back(k["name"].get<std::string>());
+  }
+  auto reasons = [](const char *title, const std::vector<const json *> &list) {
+    fmt::print("  {} ({}):\n", title, list.size());
+    for (const json *k : list) {
+      std::string values;
+      if (k->contains("only"))
+        values =
+            fmt::format(" {}", fmt::join((*k)["only"].get<std::vector<std::string>>(), " or "));
+      fmt::print("    {}{}: {}\n", (*k)["name"].get<std::string>(), values,
+                 (*k)["doc"].get<std::string>());
+    }
+  };
+  fmt::print(
+      "\nDeepSpeed's keys (ds_config.json): none is accepted and ignored; each acts, is "
+      "accepted only with the values that describe what zerort does anyway, or is refused "
+      "with its reason\n");
+  fmt::print("  act ({}): {}\n", acts.size(), fmt::join(acts, ", "));
+  reasons("accepted only with these values", only);
+  reasons("accepted only when off", disabled);
+  reasons("refused", refused);
+  fmt::print("  \"auto\" accepted (the program fills it; see each key): {}\n",
+             fmt::join(autos, ", "));
 }
 
 int print_config_keys(bool as_json) {
@@ -188,11 +223,18 @@ int print_config_keys(bool as_json) {
     std::string values;
     if (k.contains("choices"))
       values = fmt::format("{}", fmt::join(k["choices"].get<std::vector<std::string>>(), "|"));
+    const std::string use = k.value("use", "acts");
+    if (use == "only" && k.contains("only"))
+      values = fmt::format("only {}", fmt::join(k["only"].get<std::vector<std::string>>(), "|"));
+    if (use == "refused") values = "refused";
+    if (use == "disabled") values = "only when off";
     fmt::print("{:<18} {:<22} {:<8} {:<8} {}\n", k["name"].get<std::string>(),
                k["env"].get<std::string>(), k["type"].get<std::string>(),
                k["default"].get<std::string>(), values);
     fmt::print("    {}\n", k["doc"].get<std::string>());
+    if (k.contains("auto")) fmt::print("    \"auto\": {}\n", k["auto"].get<std::string>());
   }
+  print_deepspeed_keys(keys);
   return 0;
 }
 

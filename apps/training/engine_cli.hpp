@@ -1,5 +1,6 @@
 // The engine's command-line options, as both trainers take them: --zero-stage, --dtype,
-// --deterministic, --device, --bucket-mb.
+// --optimizer, --deterministic, --device, --bucket-mb. Each overrides what the
+// configuration file (ZRT_CONFIG) says when it is given (training/job_settings.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,17 +11,20 @@
 
 #include "cli_checks.hpp"
 #include "engine_model_state.hpp"
+#include "job_settings.hpp"
 
 namespace training {
 
 struct EngineCli {
   int zero_stage = 2;
   std::string dtype = "fp32";
+  std::string optimizer = "adamw";  // the trainer's default
   bool deterministic = false;
   std::string device = "host";
   std::optional<double> bucket_mb;
 
-  void add_to(CLI::App &app) {
+  /// @p optimizer_help: the trainer's words for its default.
+  void add_to(CLI::App &app, const std::string &optimizer_help) {
     app.add_option("--zero-stage", zero_stage,
                    "ZeRO stage: 0 data parallel, 1 optimizer state sharded, 2 and gradients, 3 "
                    "and parameters")
@@ -30,6 +34,9 @@ struct EngineCli {
                    "parameters and gradients in the engine: fp32, or bf16 with fp32 master "
                    "weights (the model computes in fp32 either way)")
         ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
+    app.add_option("--optimizer", optimizer, optimizer_help + "; adamw, adam, sgd or lamb")
+        ->check(CLI::IsMember({"adamw", "adam", "sgd", "lamb"}))
         ->capture_default_str();
     app.add_flag("--deterministic", deterministic,
                  "reductions add in rank order: bitwise-identical results for every stage and "
@@ -46,19 +53,21 @@ struct EngineCli {
         ->check(kPositive);
   }
 
-  /// The engine's options for these settings, @p optimizer and first learning rate @p lr.
-  EngineOptions options(const OptimizerConfig &optimizer, double lr) const {
-    EngineOptions e;
-    e.stage = zero_stage;
-    e.dtype = dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
-    e.deterministic = deterministic;
-    e.memory = device == "host"   ? ZRT_ENGINE_MEMORY_HOST
-               : device == "auto" ? ZRT_ENGINE_MEMORY_AUTO
-                                  : ZRT_ENGINE_MEMORY_DEVICE;
-    e.optimizer = optimizer;
-    e.lr = lr;
-    if (bucket_mb) e.reduce_bucket_bytes = static_cast<int64_t>(*bucket_mb * 1024 * 1024);
-    return e;
+  zrt_optimizer_t optimizer_kind() const {
+    return optimizer == "lamb"   ? ZRT_OPTIMIZER_LAMB
+           : optimizer == "adam" ? ZRT_OPTIMIZER_ADAM
+           : optimizer == "sgd"  ? ZRT_OPTIMIZER_SGD
+                                 : ZRT_OPTIMIZER_ADAMW;
+  }
+
+  /// These options into @p t, each with whether @p app's command line gave it.
+  void fill(TrainerSettings &t, const CLI::App &app) const {
+    t.stage = {zero_stage, app.count("--zero-stage") > 0};
+    t.dtype = {dtype, app.count("--dtype") > 0};
+    t.optimizer = {optimizer_kind(), app.count("--optimizer") > 0};
+    t.deterministic = {deterministic, app.count("--deterministic") > 0};
+    t.device = {device == "emulated" ? "device" : device, app.count("--device") > 0};
+    t.bucket_mb = bucket_mb;
   }
 
   /// Before zrt_init: the emulated device is a setting of the context

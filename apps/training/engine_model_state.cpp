@@ -240,6 +240,11 @@ class EngineModelState final : public ModelState {
                    ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
                    ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
                    ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+    p.field_mask &= ~opt.from_config;
+    if (!opt.settings.empty()) {
+      p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
+      p.settings = opt.settings.c_str();
+    }
     p.memory_space = opt.memory;
     p.stage = opt.stage;
     p.compute_dtype = opt.dtype;
@@ -268,22 +273,26 @@ class EngineModelState final : public ModelState {
     }
     check(zrt_engine_create(context, &p, &engine_));
     try {
+      // What the engine resolved: the configuration file and the environment may set what
+      // the options leave, and the environment wins over them.
+      resolved_ = describe_engine();
+      const std::string dtype = resolved_.at("compute_dtype").get<std::string>();
+      if (dtype != "fp32" && dtype != "bf16")
+        throw std::runtime_error(fmt::format(
+            "the engine's compute dtype is {} ({}.enabled: {}): the trainers compute in fp32 or "
+            "bf16",
+            dtype, dtype, resolved_["settings"][dtype + ".enabled"].value("source", "?")));
+      dtype_ = dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+      program_lr_ = resolved_.at("scheduler").at("type") == "none";
       std::vector<zrt_param_h> handles;
       for (const TensorSpec &t : tensors) {
         zrt_param_h h = nullptr;
-        check(zrt_param_register(engine_, t.name.c_str(), opt.dtype,
-                                 static_cast<int>(t.shape.size()), t.shape.data(), &h));
+        check(zrt_param_register(engine_, t.name.c_str(), dtype_, static_cast<int>(t.shape.size()),
+                                 t.shape.data(), &h));
         if (!t.weight_decay) check(zrt_param_set_weight_decay(engine_, h, 0.0));
         handles.push_back(h);
       }
       check(zrt_engine_commit(engine_));
-      // What the engine resolved: the environment (ZRT_ZERO_STAGE, ...) wins over our params.
-      size_t length = 0;
-      check(zrt_engine_describe(engine_, nullptr, 0, &length));
-      std::string text(length + 1, '\0');
-      check(zrt_engine_describe(engine_, text.data(), text.size(), &length));
-      text.resize(length);
-      resolved_ = nlohmann::json::parse(text);
       zrt_memory_report_t where{};
       where.field_mask = ZRT_MEMORY_REPORT_FIELD_PLACEMENT;
       check(zrt_engine_memory(engine_, &where));
@@ -294,7 +303,7 @@ class EngineModelState final : public ModelState {
         check(zrt_engine_set_stream(engine_, Kokkos::DefaultExecutionSpace().cuda_stream()));
 #endif
       store_ = std::make_unique<EngineParameterStore>(engine_, std::move(tensors),
-                                                      std::move(handles), opt.dtype, on_device_);
+                                                      std::move(handles), dtype_, on_device_);
     } catch (...) {
       zrt_engine_destroy(engine_);
       throw;
@@ -318,8 +327,15 @@ class EngineModelState final : public ModelState {
     return scale;
   }
 
-  StepReport step(double lr) override {
-    check(zrt_engine_set_lr(engine_, lr));
+  const nlohmann::json &resolved() const {
+    return resolved_;
+  }
+
+  StepReport step(std::optional<double> lr) override {
+    // The engine's scheduler sets the rate itself (and refuses the program's).
+    if (lr && program_lr_) check(zrt_engine_set_lr(engine_, *lr));
+    if (lr && !program_lr_)
+      throw std::logic_error("a learning rate given while the engine's scheduler sets it");
     Kokkos::fence();
     zrt_step_report_t r{};
     r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
@@ -329,6 +345,7 @@ class EngineModelState final : public ModelState {
     s.skipped = r.skipped != 0;
     s.grad_norm = r.grad_norm;
     s.optimizer_steps = r.step;
+    s.lr = r.lr;
     s.comm = {r.comm_wait_seconds, r.comm_reduce_scatter_bytes, r.comm_all_gather_bytes,
               r.comm_all_reduce_bytes};
     return s;
@@ -391,7 +408,18 @@ class EngineModelState final : public ModelState {
   }
 
  private:
+  nlohmann::json describe_engine() const {
+    size_t length = 0;
+    check(zrt_engine_describe(engine_, nullptr, 0, &length));
+    std::string text(length + 1, '\0');
+    check(zrt_engine_describe(engine_, text.data(), text.size(), &length));
+    text.resize(length);
+    return nlohmann::json::parse(text);
+  }
+
   zrt_checkpoint_request_h pending_ = nullptr;  // the background save in flight
+  zrt_dtype_t dtype_ = ZRT_DTYPE_FP32;          // the engine's compute dtype
+  bool program_lr_ = true;                      // no scheduler: step() sets the rate
   EngineOptions opt_;
   nlohmann::json resolved_;  // zrt_engine_describe after commit
   int ranks_ = 1;
@@ -404,13 +432,16 @@ class EngineModelState final : public ModelState {
 
 std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context,
                                                     const std::vector<TensorSpec> &layout,
-                                                    const EngineOptions &options) {
+                                                    const EngineOptions &options,
+                                                    nlohmann::json *resolved_p) {
   if (options.stage < 0 || options.stage > 3)
     throw std::invalid_argument(
         fmt::format("ZeRO stage {}: it must be 0, 1, 2 or 3", options.stage));
   if (options.dtype != ZRT_DTYPE_FP32 && options.dtype != ZRT_DTYPE_BF16)
     throw std::invalid_argument("the trainers compute in fp32 or bf16");
-  return std::make_unique<EngineModelState>(context, layout, options);
+  auto state = std::make_unique<EngineModelState>(context, layout, options);
+  if (resolved_p != nullptr) *resolved_p = state->resolved();
+  return state;
 }
 
 }  // namespace training

@@ -19,8 +19,11 @@
 
 #include <zerort/zerort.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model_state.hpp"
@@ -38,13 +41,20 @@ struct EngineOptions {
   int64_t max_live_parameters = -1;                     // stage 3; < 0: the engine's
   zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;  // where the engine's buffers live
   int shared_buffers = -1;  // 1: node-shared collective buffers, 0: private; < 0: the engine's
+  // ZRT_ENGINE_PARAM_FIELD_* bits of the fields above left unset, so that the configuration
+  // (file, environment) decides them (training/job_settings.hpp); 0: every field is set.
+  uint64_t from_config = 0;
+  std::string settings;  // zrt_engine_params_t's settings (a JSON object); empty: none
 };
 
 /// Creates an engine over @p context's ranks, registers the tensors of @p layout (a model's
-/// parameter_layout()) and commits.
+/// parameter_layout()) in the engine's compute dtype (fp32 or bf16; another is refused) and
+/// commits. @p resolved_p, if not null, receives zrt_engine_describe's JSON: what the engine
+/// resolved from the options, the configuration file and the environment.
 /// Collective; throws std::runtime_error with zerort's message on every rank if any fails.
 std::unique_ptr<ModelState> make_engine_model_state(zrt_context_h context,
                                                     const std::vector<nn::TensorSpec> &layout,
-                                                    const EngineOptions &options);
+                                                    const EngineOptions &options,
+                                                    nlohmann::json *resolved_p = nullptr);
 
 }  // namespace training

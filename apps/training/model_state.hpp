@@ -6,14 +6,16 @@
 //   store()                 a ParameterStore over zrt_param_data / zrt_grad_data /
 //                           zrt_grad_ready / zrt_param_gather / zrt_param_release
 //   loss_scale()            zrt_engine_loss_scale (1 unless fp16)
-//   step(lr)                zrt_engine_set_lr(lr); zrt_engine_step(&report), after every
-//                           micro-step (the engine counts them and updates on the last)
+//   step(lr)                zrt_engine_set_lr(lr) (unless the engine's scheduler sets the
+//                           rate: no lr); zrt_engine_step(&report), after every micro-step
+//                           (the engine counts them and updates on the last)
 //   memory()                zrt_engine_memory
 //   save(path, metadata)    zrt_checkpoint_save, or zrt_checkpoint_save_async (background)
 //   load(path)              zrt_checkpoint_load
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <zerort/zerort.h>
@@ -55,6 +57,7 @@ struct StepReport {
   double grad_norm = 0;         // global norm before clipping (meaningful when the update ran)
   int64_t optimizer_steps = 0;  // updates applied so far
   CommFigures comm;             // of this call (a store without collectives: zeros)
+  double lr = 0;                // the rate of this call's update (or of the next one)
 };
 
 /// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).
@@ -76,9 +79,10 @@ class ModelState {
   /// backward must not divide by the accumulation steps.
   virtual double loss_scale() const = 0;
   /// After each micro-step's backward. On the last micro-step of an accumulation: reduce
-  /// gradients over the ranks, clip, and update the parameters with learning rate @p lr.
+  /// gradients over the ranks, clip, and update the parameters with learning rate @p lr, or
+  /// without one at the rate of the state's own schedule (the engine's scheduler).
   /// Collective.
-  virtual StepReport step(double lr) = 0;
+  virtual StepReport step(std::optional<double> lr) = 0;
   virtual StateMemory memory() const = 0;
   /// What stage 0 (full model states on every rank) would hold instead of memory(), for
   /// comparison: 16 bytes a parameter with Adam.

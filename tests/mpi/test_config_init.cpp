@@ -49,10 +49,11 @@ TEST(ConfigInit, PrecedenceFileParamsEnvironment) {
   EXPECT_EQ(d["config"]["comm.check_args"]["value"], false);
   EXPECT_EQ(d["config"]["ranks_per_node"]["source"], "default");
   EXPECT_EQ(d["config_file"], file);
-  // A DeepSpeed key zerort does not use is named as ignored, not listed as a setting.
-  EXPECT_EQ(d["config_ignored"], nlohmann::json::array({"train_batch_size"}));
-  EXPECT_FALSE(d["config"].contains("train_batch_size"));
-  EXPECT_FALSE(d["config"].contains("flops_profiler"));
+  // DeepSpeed's batch size is a setting like the others (the engine takes its micro-steps
+  // from it); nothing is listed as ignored.
+  EXPECT_EQ(d["config"]["train_batch_size"]["value"], 32);
+  EXPECT_EQ(d["config"]["train_batch_size"]["source"], "file");
+  EXPECT_FALSE(d.contains("config_ignored"));
   zrt_context_attr_t attr = {};
   attr.field_mask = ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL;
   ASSERT_EQ(zrt_context_query(ctx, &attr), ZRT_SUCCESS);

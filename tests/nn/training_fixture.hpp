@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ class SignalAtStep final : public training::ModelState {
       : inner_(std::move(inner)), at_(at) {}
   nn::ParameterStore<float> &store() override { return inner_->store(); }
   double loss_scale() const override { return inner_->loss_scale(); }
-  training::StepReport step(double lr) override {
+  training::StepReport step(std::optional<double> lr) override {
     if (++steps_ == at_) std::raise(SIGUSR1);
     return inner_->step(lr);
   }

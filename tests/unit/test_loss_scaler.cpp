@@ -54,3 +54,25 @@ TEST(LossScaler, StateRoundTrips) {
   EXPECT_EQ(a.scale(), b.scale());
   EXPECT_EQ(a.state().iteration, b.state().iteration);
 }
+
+// DeepSpeed's consecutive_hysteresis: a step without overflow refills the allowance, so
+// only overflows in a row lower the scale.
+TEST(LossScaler, ConsecutiveHysteresisRefillsOnEveryCleanStep) {
+  LossScaler::Settings s;
+  s.dynamic = true;
+  s.initial_scale_power = 10;
+  s.hysteresis = 2;
+  s.window = 1000;
+  LossScaler plain(s);
+  s.consecutive_hysteresis = true;
+  LossScaler consecutive(s);
+  for (LossScaler *l : {&plain, &consecutive}) {
+    l->update(true);   // absorbed by the hysteresis
+    l->update(false);  // consecutive: the allowance is back to 2
+    l->update(true);
+  }
+  EXPECT_EQ(plain.scale(), 512);  // the second overflow found the allowance spent
+  EXPECT_EQ(consecutive.scale(), 1024);
+  consecutive.update(true);  // two in a row
+  EXPECT_EQ(consecutive.scale(), 512);
+}

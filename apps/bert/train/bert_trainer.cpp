@@ -170,7 +170,7 @@ struct BertTrainer::Impl {
   }
 
   // One optimizer step over the global batch of step @p step. Collective.
-  BertStepLosses train_step(int64_t step, double lr, training::StepReport &report,
+  BertStepLosses train_step(int64_t step, std::optional<double> lr, training::StepReport &report,
                             bool &stop_requested) {
     int64_t masked = 0;
     for (int k = 0; k < accum_; ++k) {
@@ -235,7 +235,7 @@ struct BertTrainer::Impl {
     training::DivergenceWatch divergence(opt_.max_skipped_steps);
     while (step < opt_.steps) {
       const auto t0 = Clock::now();
-      const double lr = lr_.at(step);
+      const std::optional<double> lr = lr_.rate(step);  // none: the engine's scheduler's
       training::StepReport report;
       bool stop_requested = false;
       const BertStepLosses s = train_step(step, lr, report, stop_requested);
@@ -247,7 +247,7 @@ struct BertTrainer::Impl {
       training::StepMetrics m;
       m.step = step;
       m.loss = s.loss;
-      m.lr = lr;
+      m.lr = report.lr;  // the rate the update ran at, whoever set it
       m.grad_norm = report.grad_norm;
       m.seconds = dt;
       m.tokens_per_s = tokens_per_step / dt;
@@ -465,10 +465,13 @@ struct BertTrainer::Impl {
         double(opt_.steps) * double(global_batch_) / double(train_->size()));
     fmt::print(
         "batch {} x {} tokens x {} micro-step(s) x {} rank(s) = {} sequences per step, up to {} "
-        "masked each; lr {:.1e} (warmup {}, {} decay to {:.1e})\n",
+        "masked each; lr {}\n",
         opt_.batch, opt_.seq, accum_, world_.size, global_batch_, train_->max_predictions(),
-        lr_.max_lr, lr_.warmup_steps,
-        lr_.decay == training::LrDecay::polynomial ? "linear" : "cosine", lr_.min_lr);
+        lr_.engine.empty()
+            ? fmt::format("{:.1e} (warmup {}, {} decay to {:.1e})", lr_.max_lr, lr_.warmup_steps,
+                          lr_.decay == training::LrDecay::polynomial ? "linear" : "cosine",
+                          lr_.min_lr)
+            : lr_.engine);
     fmt::print("model states: {}\n", state_.describe());
     const training::StateMemory mem = state_.memory();
     fmt::print("model states per rank: {}\n",

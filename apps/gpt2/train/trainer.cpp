@@ -174,7 +174,7 @@ struct Trainer::Impl {
     while (step < opt_.steps) {
       const auto t0 = Clock::now();
       double loss = 0;
-      const double lr = lr_.at(step);
+      const std::optional<double> lr = lr_.rate(step);  // none: the engine's scheduler's
       StepReport report;
       training::CommFigures comm;
       for (int k = 0; k < accum; ++k) {
@@ -202,7 +202,7 @@ struct Trainer::Impl {
       StepMetrics m;
       m.step = step;
       m.loss = loss;
-      m.lr = lr;
+      m.lr = report.lr;  // the rate the update ran at, whoever set it
       m.grad_norm = report.grad_norm;
       m.seconds = dt;
       m.tokens_per_s = tokens_per_step / dt;
@@ -315,10 +315,12 @@ struct Trainer::Impl {
                                          double(train_loader_.batches_per_epoch())));
     fmt::print(
         "batch {} x {} tokens x {} micro-step(s) x {} rank(s) = {} tokens per step; lr "
-        "{:.1e} (warmup {}, cosine to {:.1e}); {}\n",
+        "{}; {}\n",
         opt_.batch, opt_.seq, opt_.optimizer.accumulation_steps, world_.size,
         int64_t{opt_.batch} * opt_.seq * opt_.optimizer.accumulation_steps * world_.size,
-        lr_.max_lr, lr_.warmup_steps, lr_.min_lr,
+        lr_.engine.empty() ? fmt::format("{:.1e} (warmup {}, cosine to {:.1e})", lr_.max_lr,
+                                         lr_.warmup_steps, lr_.min_lr)
+                           : lr_.engine,
         opt_.recompute              ? "activations recomputed in backward"
         : !opt_.offload_activations ? "activations kept"
         : c.num_layers > 2

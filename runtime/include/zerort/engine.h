@@ -120,7 +120,8 @@ enum zrt_engine_params_field {
   ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE = 1u << 22,
   ZRT_ENGINE_PARAM_FIELD_STREAM = 1u << 23,
   ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS = 1u << 24,
-  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 25) - 1 /**< every field of this header's version */
+  ZRT_ENGINE_PARAM_FIELD_SETTINGS = 1u << 25,
+  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 26) - 1 /**< every field of this header's version */
 };
 
 /**
@@ -165,6 +166,15 @@ typedef struct zrt_engine_params {
   int shared_buffers; /**< default 1: a host engine whose backend reads node-shared memory in
                            place (shm; hier inside a node) keeps its collectives' buffers in a
                            window the node's ranks map; 0: private (engine.shared_buffers) */
+  /** Configuration keys of this engine as a JSON object, named as in the configuration file
+   *  (dotted or nested): e.g. {"scheduler": {"type": "WarmupLR", "params":
+   *  {"warmup_num_steps": 100}}, "train_micro_batch_size_per_gpu": 8}. They take the place
+   *  of the file's values like the other fields (above the file, below the environment),
+   *  and fill its "auto" values (a Hugging Face Trainer's ds_config.json). A key another
+   *  field sets too, or a key of the context (comm.*, memory.*, ...), is
+   *  ZRT_ERR_INVALID_ARGUMENT; an unknown key or a bad value ZRT_ERR_CONFIG. Read during
+   *  zrt_engine_create only. Default NULL (no keys). */
+  const char *settings;
 } zrt_engine_params_t;
 
 /**
@@ -301,7 +311,8 @@ enum zrt_step_report_field {
   /** comm_wait_seconds, comm_collectives, comm_reduce_scatter_bytes, comm_all_gather_bytes,
    *  comm_all_reduce_bytes */
   ZRT_STEP_REPORT_FIELD_COMMUNICATION = 1u << 7,
-  ZRT_STEP_REPORT_FIELD_ALL = (1u << 8) - 1
+  ZRT_STEP_REPORT_FIELD_LR = 1u << 8,
+  ZRT_STEP_REPORT_FIELD_ALL = (1u << 9) - 1
 };
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
@@ -341,12 +352,24 @@ typedef struct zrt_step_report {
   int64_t comm_reduce_scatter_bytes;
   int64_t comm_all_gather_bytes;
   int64_t comm_all_reduce_bytes;
+  /** The learning rate of the update this call ran (or skipped); on the other micro-steps
+   *  of an accumulation, the rate the next update will run with: the scheduler's (see
+   *  zrt_engine_step) or the program's (zrt_engine_set_lr). */
+  double lr;
 } zrt_step_report_t;
 
 /**
  * @brief End a micro-step: wait for every bucket, and on the last micro-step of an
  * accumulation unscale, check for overflow (agreed across ranks), clip to the global norm,
  * run the optimizer on this rank's shard, and all-gather updated parameters (stages 1, 2).
+ *
+ * With a learning rate scheduler (scheduler.type WarmupLR, WarmupDecayLR or
+ * WarmupCosineLR, from the configuration file or params->settings: DeepSpeed's schedulers
+ * and formulas) the update runs at the scheduler's rate for the count of updates applied so
+ * far (report's step, which checkpoints keep), and the scheduler moves on after each
+ * applied update as DeepSpeed's does (a skipped one leaves it); the program does not set
+ * the rate then (zrt_engine_set_lr is refused). Without one the rate is
+ * optimizer.params.lr until zrt_engine_set_lr changes it.
  * Fails with ZRT_ERR_INVALID_STATE, naming the parameter, if a gradient was not made ready.
  * @param report_p may be NULL; else the fields named in report_p->field_mask are written
  * (unknown bits fail with ZRT_ERR_INVALID_ARGUMENT on every rank, before the step).
@@ -363,8 +386,12 @@ ZRT_API zrt_status_t zrt_param_set_weight_decay(zrt_engine_h engine, zrt_param_h
                                                 double weight_decay);
 
 /**
- * @brief Change the learning rate (schedules). Local, non-blocking; every rank must set the
- * same. Not thread-safe with other calls on @p engine.
+ * @brief Change the learning rate (the program's own schedule). Refused with
+ * ZRT_ERR_INVALID_STATE, naming the scheduler and where it was set, while a scheduler
+ * (scheduler.type) drives the rate: the program and the file would each believe their rate
+ * is the one used. A program that sets its own rate while a file it reads may name a
+ * scheduler sets {"scheduler": {"type": "none"}} in params->settings. Local, non-blocking;
+ * every rank must set the same. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_engine_set_lr(zrt_engine_h engine, double lr);
 
@@ -450,8 +477,11 @@ ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t 
 /**
  * @brief Describe the engine as JSON: what it resolved from its params, the configuration
  * file and the environment (stage, compute dtype, optimizer and its hyperparameters,
- * bucket sizes in bytes, memory space, deterministic, check_grad_overflow, ...) and, under
- * "settings", every value with its source. The environment wins over params, so this is
+ * bucket sizes in bytes, memory space, deterministic, check_grad_overflow,
+ * gradient_accumulation_steps, DeepSpeed's train_batch_size and
+ * train_micro_batch_size_per_gpu (0 when no batch size was given), the learning rate
+ * "scheduler" with the values it runs with, ...) and, under "settings", every value with its
+ * source ("auto" where nothing filled it). The environment wins over params, so this is
  * what a program should print rather than what it asked for.
  *
  * snprintf-like, as zrt_context_describe. Local, non-blocking, thread-safe.
