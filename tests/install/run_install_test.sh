@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The installed package as an outside application sees it: install into a temporary
-# prefix, copy apps/examples out of the source tree, build each against the prefix alone
-# (C with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran
-# one then continues from its checkpoint on 1 rank), run the prefix's zrt-info and
-# zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's version message.
+# prefix from a read-only folder (nothing may be written outside the prefix), copy
+# apps/examples out of the source tree, build each against the prefix alone (C with
+# pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran one then
+# continues from its checkpoint on 1 rank), run the prefix's zrt-info and zrt-ckpt, and
+# check that find_package(zerort 9.0) is refused with CMake's version message.
 #   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
 set -euo pipefail
 src=$1
@@ -15,8 +16,20 @@ prefix=$tmp/prefix
 fail() { echo "FAILED: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 
-step "install into $prefix"
-cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+step "install into $prefix from a read-only folder"
+# Read-only for a user; root writes anyway, so the folder's listing is compared too.
+cwd=$tmp/read-only
+mkdir "$cwd"
+touch "$cwd/before"
+chmod 555 "$cwd"
+(cd "$cwd" && cmake --install "$build" --prefix "$prefix") > "$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "cmake --install failed when run from a read-only folder"; }
+chmod 755 "$cwd"
+[ "$(ls -A "$cwd")" = before ] || fail "cmake --install wrote into the folder it ran from: $(ls -A "$cwd" | tr '\n' ' ')"
+# Every file it installed is under the prefix (CMake lists them in the build tree's manifest).
+outside=$(grep -v "^$prefix/" "$build/install_manifest.txt" || true)
+[ -z "$outside" ] || fail "cmake --install wrote outside the prefix: $outside"
+grep -q "^prefix=$prefix\$" "$prefix/lib/pkgconfig/zerort.pc" || fail "zerort.pc's prefix is not $prefix"
 for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
   lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
   include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
