@@ -77,8 +77,10 @@ install(CODE "
   endforeach()")
 
 # What the installed apps use at run time: the data preparation (it finds zrt-tokenize in
-# the prefix's bin/) and the Slurm templates.
+# the prefix's bin/), the rule for where the data goes that it shares with the Slurm
+# templates (data-root), and the templates.
 install(PROGRAMS apps/data/prepare DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
+install(FILES apps/data/data-root DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES apps/data/reference_encode.js DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES slurm/README.md slurm/zrt-job DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
 install(PROGRAMS slurm/gpt2.sbatch slurm/bert.sbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)

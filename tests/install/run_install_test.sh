@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The installed package as an outside application sees it: install into a temporary
-# prefix from a read-only folder (nothing may be written outside the prefix), copy
-# apps/examples out of the source tree, build each against the prefix alone (C with
-# pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran one then
-# continues from its checkpoint on 1 rank), run the prefix's zrt-info and zrt-ckpt, and
-# check that find_package(zerort 9.0) is refused with CMake's version message.
+# prefix from a read-only folder (nothing may be written outside the prefix), check that the
+# installed Slurm templates and trainers look for the data where the installed prepare puts
+# it, copy apps/examples out of the source tree, build each against the prefix alone (C
+# with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran one
+# then continues from its checkpoint on 1 rank), run the prefix's zrt-info and zrt-ckpt,
+# and check that find_package(zerort 9.0) is refused with CMake's version message.
 #   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
 set -euo pipefail
 src=$1
@@ -42,6 +43,35 @@ program=$(ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_DATA=none ZRT_JOB_STEPS=1 bash -c \
 [ "$program" = "$(cd "$prefix" && pwd)/bin/zrt-gpt2" ] ||
   fail "the installed zrt-job runs $program, not the prefix's bin/zrt-gpt2"
 if find "$prefix/include" -name '*.in' | grep -q .; then fail "a template is installed: $(find "$prefix/include" -name '*.in')"; fi
+
+step "the installed templates and trainers read the data where the installed prepare writes it"
+# Without fetching anything: prepare --where names its folder; each template's default
+# --data must lie in it, and so must the installed zrt-gpt2's and zrt-bert's.
+data_check() {  # data_check WHAT ENV... (the environment prepare and the jobs run in)
+  local what=$1 where template name default job program trainer
+  shift
+  for template in gpt2:moby-dick bert:bert/moby-dick; do
+    name=${template%%:*}
+    default=$(sed -n 's/^ZRT_JOB_DATA=\([^ ]*\).*/\1/p' "$prefix/share/zerort/slurm/$name.sbatch")
+    job=$(env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" ZRT_JOB_NAME=zrt-$name ZRT_JOB_DATA="$default" \
+      ZRT_JOB_STEPS=1 bash -c "source '$prefix/share/zerort/slurm/zrt-job' && zrt_job_parse && echo \$ZRT_JOB_DATA")
+    program=$prefix/bin/zrt-$name
+    if [ -x "$program" ]; then
+      trainer=$(cd "$tmp" && env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" "$program" --help |
+        sed -n 's/.*--data TEXT=\([^ ]*\).*/\1/p')
+      [ "$job" = "$trainer" ] ||
+        fail "$what: the installed $name.sbatch reads $job, but the installed zrt-$name reads $trainer by default"
+    fi
+    where=$(env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" "$prefix/share/zerort/data/prepare" --where) ||
+      fail "$what: the installed prepare --where"
+    [ "$job" = "$where/${template#*:}" ] ||
+      fail "$what: the installed $name.sbatch reads $job, but the installed prepare writes $where"
+  done
+  echo "$what: $where"
+}
+data_check "home" HOME="$tmp/home"
+data_check "XDG_CACHE_HOME" HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg"
+data_check "ZRT_DATA_DIR" HOME="$tmp/home" ZRT_DATA_DIR="$tmp/data"
 
 # Nothing of the build tree may leak in: a clean environment, the examples out of the tree.
 cp -r "$src/apps/examples" "$tmp/src"
