@@ -4,8 +4,10 @@
 # installed Slurm templates and trainers look for the data where the installed prepare puts
 # it, copy apps/examples out of the source tree, build each against the prefix alone (C
 # with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran one
-# then continues from its checkpoint on 1 rank), run the prefix's zrt-info and zrt-ckpt,
-# and check that find_package(zerort 9.0) is refused with CMake's version message.
+# then continues from its checkpoint on 1 rank), build and run a C++ program that includes
+# <mpi.h> before <zerort/zerort.hpp> (find_package and pkg-config), run the prefix's
+# zrt-info and zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's
+# version message.
 #   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
 set -euo pipefail
 src=$1
@@ -109,6 +111,48 @@ if [ -e "$prefix/lib/cmake/zerort/zerortFortranTargets.cmake" ]; then
   "$prefix/bin/zrt-ckpt" inspect "$tmp/f.h5" | tee "$tmp/inspect.out"
   grep -q "step 60, saved at stage 3 on 1 rank," "$tmp/inspect.out" || fail "zrt-ckpt inspect of the Fortran checkpoint"
 fi
+
+step "C++ that includes <mpi.h> before <zerort/zerort.hpp>"
+# Open MPI's and MPICH's C++ bindings would come with <mpi.h> and need libmpi_cxx, which
+# neither the CMake package nor zerort.pc links: both define OMPI_SKIP_MPICXX and
+# MPICH_SKIP_MPICXX for their users.
+mkdir -p src/order
+cat > src/order/order.cpp <<'CPP'
+#include <mpi.h>
+#include <zerort/zerort.hpp>
+
+#include <cstdio>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  {
+    zrt::context ctx(MPI_COMM_WORLD);
+    if (rank == 0) std::printf("order: mpi.h first, %d rank(s)\n", ctx.query().size);
+  }
+  MPI_Finalize();
+  return 0;
+}
+CPP
+cat > src/order/CMakeLists.txt <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(order LANGUAGES C CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(zerort REQUIRED)
+add_executable(order order.cpp)
+target_link_libraries(order PRIVATE zerort::zerort)
+CM
+cmake -S src/order -B b-order -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/order.log" 2>&1 \
+  && cmake --build b-order >> "$tmp/order.log" 2>&1 || { cat "$tmp/order.log"; fail "mpi.h before zerort.hpp did not build with find_package(zerort)"; }
+"$mpirun" 2 b-order/order | tee "$tmp/order.out"
+grep -q "order: mpi.h first, 2 rank(s)" "$tmp/order.out" || fail "the find_package build of mpi.h-first did not run"
+# shellcheck disable=SC2046
+${CXX:-c++} -std=c++20 -o order-pc src/order/order.cpp \
+  $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs zerort) > "$tmp/order-pc.log" 2>&1 ||
+  { cat "$tmp/order-pc.log"; fail "mpi.h before zerort.hpp did not build with pkg-config"; }
+"$mpirun" 2 ./order-pc | tee "$tmp/order-pc.out"
+grep -q "order: mpi.h first, 2 rank(s)" "$tmp/order-pc.out" || fail "the pkg-config build of mpi.h-first did not run"
 
 step "the prefix's tools"
 "$prefix/bin/zrt-info" > "$tmp/info.out"
