@@ -52,21 +52,35 @@ if(TARGET zerort_fortran)
   configure_file(cmake/package/zerort-fortran.pc.in
     ${CMAKE_CURRENT_BINARY_DIR}/package/zerort-fortran.pc.in @ONLY)
 endif()
+# Written straight into the prefix (with DESTDIR, as file(INSTALL) would) and listed in the
+# install manifest: `cmake --install` may run from any folder, a read-only one included, and
+# writes nothing outside the prefix.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(ZRT_PC_DEST "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+else()
+  set(ZRT_PC_DEST "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endif()
 install(CODE "
   foreach(pc zerort zerort-fortran)
     set(in \"${CMAKE_CURRENT_BINARY_DIR}/package/\${pc}.pc.in\")
     if(EXISTS \"\${in}\")
       file(READ \"\${in}\" text)
       string(REPLACE \"@ZRT_PC_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" text \"\${text}\")
-      file(WRITE \"\${CMAKE_CURRENT_BINARY_DIR}/package/\${pc}.pc\" \"\${text}\")
-      file(INSTALL \"\${CMAKE_CURRENT_BINARY_DIR}/package/\${pc}.pc\"
-        DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")
+      set(out \"${ZRT_PC_DEST}/\${pc}.pc\")
+      if(NOT \"\$ENV{DESTDIR}\" STREQUAL \"\")
+        set(out \"\$ENV{DESTDIR}\${out}\")
+      endif()
+      message(STATUS \"Installing: \${out}\")
+      file(WRITE \"\${out}\" \"\${text}\")
+      list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${out}\")
     endif()
   endforeach()")
 
 # What the installed apps use at run time: the data preparation (it finds zrt-tokenize in
-# the prefix's bin/) and the Slurm templates.
+# the prefix's bin/), the rule for where the data goes that it shares with the Slurm
+# templates (data-root), and the templates.
 install(PROGRAMS apps/data/prepare DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
+install(FILES apps/data/data-root DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES apps/data/reference_encode.js DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/data)
 install(FILES slurm/README.md slurm/zrt-job DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)
 install(PROGRAMS slurm/gpt2.sbatch slurm/bert.sbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zerort/slurm)

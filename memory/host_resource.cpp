@@ -1,6 +1,7 @@
 #include "memory/host_resource.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,9 +27,17 @@ HostResource::HostResource() : page_(page_size()) {}
 void *HostResource::reserve(size_t bytes) {
   // MAP_NORESERVE: no swap or overcommit charge until a segment is committed.
   void *p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    fail(ZRT_ERR_OUT_OF_MEMORY, "cannot reserve {} of address space: mmap: {}", format_bytes(bytes),
-         std::strerror(errno));
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    // The usual cause: a limit set by hand above what ulimit -v leaves.
+    struct rlimit as {};
+    const std::string limit = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY
+                                  ? fmt::format(" (RLIMIT_AS, ulimit -v, is {})",
+                                                format_bytes(static_cast<size_t>(as.rlim_cur)))
+                                  : "";
+    fail(ZRT_ERR_OUT_OF_MEMORY, "cannot reserve {} of address space: mmap: {}{}",
+         format_bytes(bytes), std::strerror(err), limit);
+  }
   return p;
 }
 

@@ -67,6 +67,16 @@ ZRT_API zrt_status_t zrt_context_pool(zrt_context_h context, zrt_memory_space_t 
   });
 }
 
+ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit) {
+  return abi_call("zrt_context_memory_limit", [&] {
+    Context &c = context_from(context);
+    require_nonnull(limit, "limit");
+    memory_limit_table().check(*limit);
+    memory_limit_table().fill(c.part<MemoryPart>().host_room(), *limit);
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_pool_create(zrt_context_h context, const zrt_pool_params_t *params,
                                      zrt_pool_h *pool_p) {
   return abi_call("zrt_pool_create", [&] {

@@ -9,6 +9,13 @@ using PoolParams = zrt_pool_params_t;
 using Stats = zrt_pool_stats_t;
 using OffloadParams = zrt_offload_params_t;
 using OStats = zrt_offload_stats_t;
+using Limit = zrt_memory_limit_t;
+using Room = MemoryPart::Room;
+
+static_assert(static_cast<int>(MemoryLimitKind::Physical) == ZRT_MEMORY_LIMIT_PHYSICAL &&
+              static_cast<int>(MemoryLimitKind::Cgroup) == ZRT_MEMORY_LIMIT_CGROUP &&
+              static_cast<int>(MemoryLimitKind::AddressSpace) == ZRT_MEMORY_LIMIT_ADDRESS_SPACE &&
+              static_cast<int>(MemoryLimitKind::Data) == ZRT_MEMORY_LIMIT_DATA);
 
 const ParamTable<PoolParams, PoolRequest> kPoolParams{
     "zrt_pool_params_field",
@@ -146,6 +153,23 @@ const ReportTable<OStats, OffloadStats> kOffloadStats{
          [](const OffloadStats &s, OStats &o) { o.engine = s.engine; }},
     }};
 
+const ReportTable<Limit, Room> kMemoryLimit{
+    "zrt_memory_limit_field",
+    "limit",
+    {
+        {ZRT_MEMORY_LIMIT_FIELD_LIMIT, "kind, limit_bytes, sharing_ranks",
+         [](const Room &r, Limit &o) {
+           o.kind = static_cast<zrt_memory_limit_kind_t>(static_cast<int>(r.limit.kind));
+           o.limit_bytes = r.limit.bytes;
+           o.sharing_ranks = r.limit.sharing_ranks;
+         }},
+        {ZRT_MEMORY_LIMIT_FIELD_USE, "used_bytes, available_bytes",
+         [](const Room &r, Limit &o) {
+           o.used_bytes = used_under(r.limit, r.usage);
+           o.available_bytes = r.bytes;
+         }},
+    }};
+
 }  // namespace
 
 const ParamTable<PoolParams, PoolRequest> &pool_params_table() {
@@ -159,6 +183,9 @@ const ParamTable<OffloadParams, OffloadRequest> &offload_params_table() {
 }
 const ReportTable<OStats, OffloadStats> &offload_stats_table() {
   return kOffloadStats;
+}
+const ReportTable<Limit, Room> &memory_limit_table() {
+  return kMemoryLimit;
 }
 
 }  // namespace zrt

@@ -1,5 +1,6 @@
 // The field tables of memory.h's structs (runtime/field_table.hpp): the params of
-// zrt_pool_create and zrt_offload_create, and the stats of pools and offload engines.
+// zrt_pool_create and zrt_offload_create, the stats of pools and offload engines, and the
+// context's memory limit.
 #pragma once
 
 #include "memory/memory_part.hpp"
@@ -28,5 +29,6 @@ const ParamTable<zrt_pool_params_t, PoolRequest> &pool_params_table();
 const ReportTable<zrt_pool_stats_t, PoolStats> &pool_stats_table();
 const ParamTable<zrt_offload_params_t, OffloadRequest> &offload_params_table();
 const ReportTable<zrt_offload_stats_t, OffloadStats> &offload_stats_table();
+const ReportTable<zrt_memory_limit_t, MemoryPart::Room> &memory_limit_table();
 
 }  // namespace zrt

@@ -8,6 +8,7 @@
 #include "memory/host_resource.hpp"
 #include "memory/pinned_host_resource.hpp"
 #include "memory/thread_copy_engine.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/format_bytes.hpp"
 #include "runtime/log.hpp"
 
@@ -26,6 +27,36 @@ std::string key(MemorySpace space, const char *field) {
   return fmt::format("memory.{}.{}", space_name(space), field);
 }
 
+// FNV-1a: the same text gives the same number on every rank.
+uint64_t text_hash(const std::string &text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// The limits of this process, with the ranks of the context on its node that are under each:
+// the node's for physical memory, those in the same cgroup for a cgroup's. Collective.
+std::vector<MemoryLimit> shared_limits(const Context &context) {
+  std::vector<MemoryLimit> limits = discover_memory_limits(LimitSources::current());
+  std::string cgroups;
+  for (const MemoryLimit &l : limits)
+    if (l.kind == MemoryLimitKind::Cgroup) cgroups += l.file + "\n";
+  const NodeLayout &layout = context.topology().layout();
+  const uint64_t mine[2] = {static_cast<uint64_t>(layout.node_id), text_hash(cgroups)};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(context.size()));
+  watched_allgather(context.comm(), mine, 2, MPI_UINT64_T, all.data(),
+                    "all-gather of the ranks' memory cgroups");
+  int same_cgroup = 0;
+  for (size_t r = 0; r < all.size(); r += 2)
+    same_cgroup += all[r] == mine[0] && all[r + 1] == mine[1] ? 1 : 0;
+  for (MemoryLimit &l : limits) {
+    if (l.kind == MemoryLimitKind::Physical) l.sharing_ranks = std::max(1, layout.local_size);
+    if (l.kind == MemoryLimitKind::Cgroup) l.sharing_ranks = std::max(1, same_cgroup);
+  }
+  return limits;
+}
+
 }  // namespace
 
 ObjectTable<PoolEntry> &pool_table() {
@@ -38,8 +69,19 @@ ObjectTable<OffloadEntry> &offload_table() {
   return table;
 }
 
-MemoryPart::MemoryPart(Context &context) : context_(context) {
+MemoryPart::MemoryPart(Context &context) : context_(context), limits_(shared_limits(context)) {
   (void)registered;
+  if (context.rank() == 0)
+    for (const MemoryLimit &l : limits_)
+      log::debug("memory limit: {}", describe_limit(l));
+}
+
+MemoryPart::Room MemoryPart::host_room() const {
+  Room r;
+  r.usage = read_process_usage();
+  r.limit = tightest_limit(limits_, r.usage);
+  r.bytes = room_under(r.limit, r.usage);
+  return r;
 }
 
 MemoryPart::~MemoryPart() {
@@ -138,18 +180,29 @@ PoolOptions MemoryPart::default_options(MemorySpace space) const {
   o.compact = compact_from_name(c.get_string("memory.compact"));
   o.thread_cache_bytes = static_cast<size_t>(c.get_int("memory.thread_cache_bytes"));
   if (o.limit == 0) {
+    // What the process may use, at the time the pool is made: under RLIMIT_AS a pool's
+    // reservation counts whole, so the pools made earlier leave less to the later ones.
+    const PoolLimit host = default_pool_limit(limits_, read_process_usage(),
+                                              limit_headroom(context_.topology().bound_pus()));
+    const size_t floor = size_t{64} << 20;  // below this a pool is useless; mmap decides
     switch (space) {
       case MemorySpace::Host:
-        o.limit = physical_memory_bytes();
+        o.limit = std::max(host.bytes, floor);
+        o.limit_key += " = 0: by default " + host.why;
         break;
       case MemorySpace::PinnedHost:
-        o.limit = physical_memory_bytes() / 2;
+        o.limit = std::max(host.bytes / 2, floor);
+        o.limit_key += " = 0: by default half of " + host.why;
         break;
       case MemorySpace::Device:
         // The emulated device reserves address space only: half of the host's, as a GPU
         // has less memory than its host.
-        o.limit = c.get_bool("memory.device.emulate") ? physical_memory_bytes() / 2
-                                                      : cuda_device_memory(cuda_device());
+        if (c.get_bool("memory.device.emulate")) {
+          o.limit = std::max(host.bytes / 2, floor);
+          o.limit_key += " = 0: by default half of " + host.why;
+        } else {
+          o.limit = cuda_device_memory(cuda_device());
+        }
         if (o.limit == 0) o.limit = size_t{1} << 30;  // unused: no device, creation fails
         break;
     }
@@ -185,6 +238,8 @@ std::unique_ptr<PoolEntry> MemoryPart::new_pool(MemorySpace space, const PoolOve
 std::unique_ptr<PoolEntry> MemoryPart::new_pool(std::unique_ptr<Resource> resource, PoolOptions o,
                                                 bool context_owned) {
   auto entry = std::make_unique<PoolEntry>();
+  log::debug("pool '{}': limit {}{}", o.name, format_bytes(o.limit),
+             o.limit_key.empty() ? "" : " (" + o.limit_key + ")");
   entry->pool = std::make_unique<Pool>(std::move(resource), std::move(o));
   entry->part = this;
   entry->context_owned = context_owned;
@@ -327,7 +382,16 @@ void MemoryPart::describe(nlohmann::json &out) const {
       d != nullptr
           ? nlohmann::json{{"kind", d->kind()}, {"index", d->index()}, {"describe", d->describe()}}
           : nlohmann::json{{"missing", why}};
-  out["memory"] = {{"device", device},
+  nlohmann::json limits = nlohmann::json::array();
+  const ProcessUsage usage = read_process_usage();
+  for (const MemoryLimit &l : limits_)
+    limits.push_back({{"limit", describe_limit(l)},
+                      {"bytes", l.bytes},
+                      {"sharing_ranks", l.sharing_ranks},
+                      {"used_bytes", used_under(l, usage)},
+                      {"available_bytes", room_under(l, usage)}});
+  out["memory"] = {{"limits", limits},
+                   {"device", device},
                    {"pools", j},
                    {"user_pools", user_pools},
                    {"offload", offload != nullptr ? offload->describe() : nlohmann::json()},

@@ -21,6 +21,7 @@
 
 #include "memory/copy_engine.hpp"
 #include "memory/device.hpp"
+#include "memory/memory_limits.hpp"
 #include "memory/object_table.hpp"
 #include "memory/offload.hpp"
 #include "memory/pool.hpp"
@@ -98,6 +99,17 @@ class MemoryPart final : public ContextPart {
   // in *why. Thread-safe; the device lives until zrt_finalize.
   Device *device(std::string *why = nullptr) const;
 
+  // What bounds this rank's host memory (memory/memory_limits.hpp), read at zrt_init, each
+  // with the ranks of the context on this node under it.
+  const std::vector<MemoryLimit> &limits() const { return limits_; }
+  // The limit that leaves this rank the least room now, and what the process uses now.
+  struct Room {
+    MemoryLimit limit;
+    ProcessUsage usage;
+    size_t bytes = 0;  // room_under(limit, usage)
+  };
+  Room host_room() const;
+
  private:
   std::unique_ptr<PoolEntry> new_pool(MemorySpace space, const PoolOverrides &overrides,
                                       bool context_owned);
@@ -108,6 +120,7 @@ class MemoryPart final : public ContextPart {
                                             bool context_owned);
 
   Context &context_;
+  std::vector<MemoryLimit> limits_;
   // Made on first use (device()); destroyed after every pool and engine (declared first).
   mutable std::unique_ptr<Device> device_;
   mutable std::mutex mutex_;

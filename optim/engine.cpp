@@ -9,6 +9,7 @@
 #include "memory/memory_part.hpp"
 #include "memory/pool_block.hpp"
 #include "optim/engine_part.hpp"
+#include "optim/memory_fit.hpp"
 #include "optim/param_allgather.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/gpu/memory_kind.hpp"
@@ -139,6 +140,12 @@ void Engine::commit_agreed() {
   gatherer_.reset();
   reducer_.reset();
   state_ = ModelState();
+  // Before anything is allocated: a model that cannot fit says so, rather than grow until
+  // a memory cgroup's kernel kills the job without a word.
+  run_agreed(control_, [&] {
+    check_engine_fits(context_.part<MemoryPart>(), settings_, layout_, nranks_,
+                      memory_->on_device(), window_ranks());
+  });
   share_buffers();
   run_agreed(control_, [&] {
     state_ = ModelState(*memory_, stage_, layout_, settings_);
@@ -156,15 +163,20 @@ void Engine::commit_agreed() {
              param_count(), layout_.unpadded(), layout_.total(), layout_.buckets().size());
 }
 
-void Engine::share_buffers() {
+int Engine::window_ranks() const {
   // Only where a collective reads its peers' buffers in place: a private backend (MPI, UCX)
   // or a lone rank gains nothing from a window, and a device engine's buffers are device
   // memory. Every rank decides alike: the settings are agreed and the backend is chosen
-  // for the whole communicator. A commit tried again after an agreed failure keeps the
-  // window of the first try.
-  if (!settings_.shared_buffers || memory_->on_device() || memory_->shared() ||
-      comm_->memory().shared_peers() < 2)
-    return;
+  // for the whole communicator.
+  if (!settings_.shared_buffers || memory_->on_device()) return 0;
+  if (memory_->shared()) return memory_->shared_peers();
+  const int peers = comm_->memory().shared_peers();
+  return peers >= 2 ? peers : 0;
+}
+
+void Engine::share_buffers() {
+  // A commit tried again after an agreed failure keeps the window of the first try.
+  if (window_ranks() == 0 || memory_->shared()) return;
   const size_t page = page_size();
   size_t bytes = 0;
   auto add = [&](const std::vector<size_t> &buffers) {

@@ -70,6 +70,7 @@ struct MemoryReport {
   int64_t device_bytes = 0, host_bytes = 0;  // of total
   int64_t node_shared_bytes = 0;             // of host_bytes
   int32_t node_shared_ranks = 0;
+  int64_t pinned_bytes = 0;  // of host_bytes, in pinned host memory (not in the C report)
 };
 
 class Engine {
@@ -177,6 +178,8 @@ class Engine {
   // Collective: the node-shared window for the collectives' buffers, when the settings and
   // the backend call for one (engine.shared_buffers).
   void share_buffers();
+  // The ranks of the node-shared window the engine has or will make at commit; 0: none.
+  int window_ranks() const;
 
   Context &context_;
   EngineSettings settings_;

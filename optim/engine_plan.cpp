@@ -33,14 +33,19 @@ Layout EnginePlan::layout() const {
 }
 
 MemoryReport EnginePlan::memory() const {
-  const Layout layout = this->layout();
-  MemoryReport r;
-  r.parameter_count = static_cast<int64_t>(layout.unpadded());
   // Engine::share_buffers: a window where collectives read peers in place, on the host.
   const bool window = settings_.shared_buffers && !device_ && machine_.shared_window &&
                       machine_.ranks_per_node >= 2;
+  return planned_memory(settings_, stage_, layout(), device_, window ? machine_.ranks_per_node : 0);
+}
+
+MemoryReport EnginePlan::planned_memory(const EngineSettings &settings, const StageLayout &stage,
+                                        const Layout &layout, bool device, int window_ranks) {
+  MemoryReport r;
+  r.parameter_count = static_cast<int64_t>(layout.unpadded());
+  const bool window = window_ranks > 0;
   int64_t shared = 0;
-  for (const ModelState::Planned &b : ModelState::plan(stage_, layout, settings_, device_)) {
+  for (const ModelState::Planned &b : ModelState::plan(stage, layout, settings, device)) {
     const int64_t bytes = static_cast<int64_t>(b.bytes);
     switch (b.kind) {
       case ModelState::Kind::Params:
@@ -59,15 +64,16 @@ MemoryReport EnginePlan::memory() const {
         break;
     }
     (b.place == Place::Device ? r.device_bytes : r.host_bytes) += bytes;
+    if (b.place == Place::Pinned) r.pinned_bytes += bytes;
     if (window && b.place == Place::Shared) shared += bytes;
   }
-  const bool to_host = device_ && settings_.offload_optimizer;
-  for (size_t b : GradientReducer::initial_buffers(layout, stage_, settings_, to_host))
+  const bool to_host = device && settings.offload_optimizer;
+  for (size_t b : GradientReducer::initial_buffers(layout, stage, settings, to_host))
     r.buckets += static_cast<int64_t>(b);
-  (device_ ? r.device_bytes : r.host_bytes) += r.buckets;
+  (device ? r.device_bytes : r.host_bytes) += r.buckets;
   if (window) shared += r.buckets;
   r.node_shared_bytes = shared;
-  r.node_shared_ranks = window ? machine_.ranks_per_node : 0;
+  r.node_shared_ranks = window ? window_ranks : 0;
   return r;
 }
 

@@ -36,6 +36,12 @@ class EnginePlan {
 
   // Throws Error(ZRT_ERR_INVALID_STATE) when no parameter is registered.
   MemoryReport memory() const;
+  // The report of a rank right after the commit of an engine laid out as `layout` at
+  // `stage`, with its buffers on the device or not, and a node-shared window over
+  // window_ranks ranks (0: none): what memory() reports, and what the engine's commit
+  // compares with the memory it may use before it allocates (optim/memory_fit.hpp).
+  static MemoryReport planned_memory(const EngineSettings &settings, const StageLayout &stage,
+                                     const Layout &layout, bool device, int window_ranks);
   // Stage 3: the most bytes of gathered-parameter buffers a rank holds at once while the
   // program holds a group or two gathered at a time (the groups max_live_elements keeps,
   // the one in use and the one prefetched, each buffer at least the largest single-bucket

@@ -482,18 +482,20 @@ std::vector<ConfigKey> library_keys() {
                     "fraction of the CPU, which a background save takes from training); off: "
                     "through the page cache"),
       config_size("memory.host.limit", "0", 0, kMaxBytes,
-                  "most host memory the context's host pool may reserve; 0: the node's physical "
-                  "memory"),
+                  "most host memory the context's host pool may reserve; 0: what the process may "
+                  "use, the smallest of the node's physical memory, its memory cgroup's limit, "
+                  "what RLIMIT_DATA leaves free and half of what RLIMIT_AS leaves free (less "
+                  "256 MiB and 72 MiB per core for threads and libraries)"),
       config_size("memory.host.segment_bytes", "2M", 4096, kMaxBytes,
                   "the host pool grows and trims by whole segments of this size"),
       config_size("memory.pinned_host.limit", "0", 0, kMaxBytes,
-                  "most pinned host memory the context's pinned pool may reserve; 0: half the "
-                  "node's physical memory"),
+                  "most pinned host memory the context's pinned pool may reserve; 0: half of "
+                  "memory.host.limit's default"),
       config_size("memory.pinned_host.segment_bytes", "2M", 4096, kMaxBytes,
                   "growth step of the pinned host pool (at least 64M with cudaHostAlloc)"),
       config_size("memory.device.limit", "0", 0, kMaxBytes,
                   "most device memory the context's device pool may reserve; 0: the GPU's memory "
-                  "(emulated: half the node's)"),
+                  "(emulated: half of memory.host.limit's default)"),
       config_size("memory.device.segment_bytes", "64M", 4096, kMaxBytes,
                   "the device pool adds cudaMalloc segments of this size (or of the request, if "
                   "larger)"),

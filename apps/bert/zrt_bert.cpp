@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
   auto before_context = [&] { cli.engine.before_context(); };
   return training::trainer_main(
       argc, argv, "zrt-bert", app, before_context, [&](const training::AppWorld &job) {
-        bert::World world{job.rank(), job.size(), job.comm()};
+        bert::World world{job.rank(), job.size(), job.comm(), job.context()};
         std::unique_ptr<training::ModelState> state;
         std::unique_ptr<bert::BertTrainer> trainer;
         std::optional<training::ConfigView> config;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The installed package as an outside application sees it: install into a temporary
-# prefix, copy apps/examples out of the source tree, build each against the prefix alone
-# (C with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran
-# one then continues from its checkpoint on 1 rank), run the prefix's zrt-info and
-# zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's version message.
+# prefix from a read-only folder (nothing may be written outside the prefix), check that the
+# installed Slurm templates and trainers look for the data where the installed prepare puts
+# it, copy apps/examples out of the source tree, build each against the prefix alone (C
+# with pkg-config, C++ and Fortran with find_package), run each at np 2 (the Fortran one
+# then continues from its checkpoint on 1 rank), build and run a C++ program that includes
+# <mpi.h> before <zerort/zerort.hpp> (find_package and pkg-config), run the prefix's
+# zrt-info and zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's
+# version message.
 #   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
 set -euo pipefail
 src=$1
@@ -15,8 +19,20 @@ prefix=$tmp/prefix
 fail() { echo "FAILED: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 
-step "install into $prefix"
-cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
+step "install into $prefix from a read-only folder"
+# Read-only for a user; root writes anyway, so the folder's listing is compared too.
+cwd=$tmp/read-only
+mkdir "$cwd"
+touch "$cwd/before"
+chmod 555 "$cwd"
+(cd "$cwd" && cmake --install "$build" --prefix "$prefix") > "$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "cmake --install failed when run from a read-only folder"; }
+chmod 755 "$cwd"
+[ "$(ls -A "$cwd")" = before ] || fail "cmake --install wrote into the folder it ran from: $(ls -A "$cwd" | tr '\n' ' ')"
+# Every file it installed is under the prefix (CMake lists them in the build tree's manifest).
+outside=$(grep -v "^$prefix/" "$build/install_manifest.txt" || true)
+[ -z "$outside" ] || fail "cmake --install wrote outside the prefix: $outside"
+grep -q "^prefix=$prefix\$" "$prefix/lib/pkgconfig/zerort.pc" || fail "zerort.pc's prefix is not $prefix"
 for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
   lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
   include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
@@ -29,6 +45,35 @@ program=$(ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_DATA=none ZRT_JOB_STEPS=1 bash -c \
 [ "$program" = "$(cd "$prefix" && pwd)/bin/zrt-gpt2" ] ||
   fail "the installed zrt-job runs $program, not the prefix's bin/zrt-gpt2"
 if find "$prefix/include" -name '*.in' | grep -q .; then fail "a template is installed: $(find "$prefix/include" -name '*.in')"; fi
+
+step "the installed templates and trainers read the data where the installed prepare writes it"
+# Without fetching anything: prepare --where names its folder; each template's default
+# --data must lie in it, and so must the installed zrt-gpt2's and zrt-bert's.
+data_check() {  # data_check WHAT ENV... (the environment prepare and the jobs run in)
+  local what=$1 where template name default job program trainer
+  shift
+  for template in gpt2:moby-dick bert:bert/moby-dick; do
+    name=${template%%:*}
+    default=$(sed -n 's/^ZRT_JOB_DATA=\([^ ]*\).*/\1/p' "$prefix/share/zerort/slurm/$name.sbatch")
+    job=$(env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" ZRT_JOB_NAME=zrt-$name ZRT_JOB_DATA="$default" \
+      ZRT_JOB_STEPS=1 bash -c "source '$prefix/share/zerort/slurm/zrt-job' && zrt_job_parse && echo \$ZRT_JOB_DATA")
+    program=$prefix/bin/zrt-$name
+    if [ -x "$program" ]; then
+      trainer=$(cd "$tmp" && env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" "$program" --help |
+        sed -n 's/.*--data TEXT=\([^ ]*\).*/\1/p')
+      [ "$job" = "$trainer" ] ||
+        fail "$what: the installed $name.sbatch reads $job, but the installed zrt-$name reads $trainer by default"
+    fi
+    where=$(env -u ZRT_DATA_DIR -u XDG_CACHE_HOME "$@" "$prefix/share/zerort/data/prepare" --where) ||
+      fail "$what: the installed prepare --where"
+    [ "$job" = "$where/${template#*:}" ] ||
+      fail "$what: the installed $name.sbatch reads $job, but the installed prepare writes $where"
+  done
+  echo "$what: $where"
+}
+data_check "home" HOME="$tmp/home"
+data_check "XDG_CACHE_HOME" HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg"
+data_check "ZRT_DATA_DIR" HOME="$tmp/home" ZRT_DATA_DIR="$tmp/data"
 
 # Nothing of the build tree may leak in: a clean environment, the examples out of the tree.
 cp -r "$src/apps/examples" "$tmp/src"
@@ -66,6 +111,48 @@ if [ -e "$prefix/lib/cmake/zerort/zerortFortranTargets.cmake" ]; then
   "$prefix/bin/zrt-ckpt" inspect "$tmp/f.h5" | tee "$tmp/inspect.out"
   grep -q "step 60, saved at stage 3 on 1 rank," "$tmp/inspect.out" || fail "zrt-ckpt inspect of the Fortran checkpoint"
 fi
+
+step "C++ that includes <mpi.h> before <zerort/zerort.hpp>"
+# Open MPI's and MPICH's C++ bindings would come with <mpi.h> and need libmpi_cxx, which
+# neither the CMake package nor zerort.pc links: both define OMPI_SKIP_MPICXX and
+# MPICH_SKIP_MPICXX for their users.
+mkdir -p src/order
+cat > src/order/order.cpp <<'CPP'
+#include <mpi.h>
+#include <zerort/zerort.hpp>
+
+#include <cstdio>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  {
+    zrt::context ctx(MPI_COMM_WORLD);
+    if (rank == 0) std::printf("order: mpi.h first, %d rank(s)\n", ctx.query().size);
+  }
+  MPI_Finalize();
+  return 0;
+}
+CPP
+cat > src/order/CMakeLists.txt <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(order LANGUAGES C CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(zerort REQUIRED)
+add_executable(order order.cpp)
+target_link_libraries(order PRIVATE zerort::zerort)
+CM
+cmake -S src/order -B b-order -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/order.log" 2>&1 \
+  && cmake --build b-order >> "$tmp/order.log" 2>&1 || { cat "$tmp/order.log"; fail "mpi.h before zerort.hpp did not build with find_package(zerort)"; }
+"$mpirun" 2 b-order/order | tee "$tmp/order.out"
+grep -q "order: mpi.h first, 2 rank(s)" "$tmp/order.out" || fail "the find_package build of mpi.h-first did not run"
+# shellcheck disable=SC2046
+${CXX:-c++} -std=c++20 -o order-pc src/order/order.cpp \
+  $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs zerort) > "$tmp/order-pc.log" 2>&1 ||
+  { cat "$tmp/order-pc.log"; fail "mpi.h before zerort.hpp did not build with pkg-config"; }
+"$mpirun" 2 ./order-pc | tee "$tmp/order-pc.out"
+grep -q "order: mpi.h first, 2 rank(s)" "$tmp/order-pc.out" || fail "the pkg-config build of mpi.h-first did not run"
 
 step "the prefix's tools"
 "$prefix/bin/zrt-info" > "$tmp/info.out"

@@ -1,5 +1,6 @@
 // The engine's memory report against the ZeRO paper, loss scaling with an injected
 // overflow, thousands of tiny tensors, DeepSpeed configuration files, and bad input.
+#include <sys/resource.h>
 #include <unistd.h>
 #include <bit>
 #include <cmath>
@@ -73,6 +74,60 @@ TEST(EngineMemory, ReportMatchesTheZeroFormulasPlusBuckets) {
       }
     }
   }
+}
+
+// This process's private writable memory now (VmData), in bytes.
+size_t vm_data_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  size_t kib = 0;
+  while (status >> key)
+    if (key == "VmData:" && status >> kib) return kib * 1024;
+  return 0;
+}
+
+TEST(EngineMemoryFit, AModelBeyondTheMemoryLimitFailsAtCommitOnEveryRankSayingWhatItNeeds) {
+  // A context reads the limits at zrt_init: one made under a lowered RLIMIT_DATA keeps it,
+  // with 512 MiB of room, while the process gets its own limit back at once.
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_DATA, &saved), 0);
+  struct rlimit low = saved;
+  low.rlim_cur = vm_data_bytes() + (size_t{512} << 20);
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < low.rlim_cur)
+    low.rlim_cur = saved.rlim_cur;
+  ASSERT_EQ(setrlimit(RLIMIT_DATA, &low), 0);
+  zrt_context_h ctx = nullptr;
+  const zrt_status_t init = zrt_init(MPI_COMM_WORLD, nullptr, &ctx);
+  ASSERT_EQ(setrlimit(RLIMIT_DATA, &saved), 0);
+  ASSERT_EQ(init, ZRT_SUCCESS) << test::last_error();
+  {
+    // 256 Mi fp32 elements: 4 GiB of model states at stage 0, and nothing is allocated.
+    zrt_engine_params_t p = basic(0, ZRT_DTYPE_FP32);
+    Engine e;
+    CHECK_OK(zrt_engine_create(ctx, &p, &e.e));
+    const int64_t shape[] = {int64_t{1} << 28};
+    zrt_param_h w = nullptr;
+    CHECK_OK(zrt_param_register(e.e, "w", ZRT_DTYPE_FP32, 1, shape, &w));
+    EXPECT_EQ(zrt_engine_commit(e.e), ZRT_ERR_OUT_OF_MEMORY);
+    mentions(
+        "zrt_engine_commit: rank 0: the model states need 4 GiB of host memory on this rank "
+        "at ZeRO stage 0 over " +
+        std::to_string(test::size()) + " rank");
+    mentions("(in all: parameters 1 GiB, gradients 1 GiB, optimizer state 2 GiB)");
+    mentions("more under RLIMIT_DATA (ulimit -d) of");
+    mentions("To fit: ");
+    mentions("or a larger ulimit -d");
+  }
+  {  // One that fits commits.
+    zrt_engine_params_t p = basic(0, ZRT_DTYPE_FP32);
+    Engine e;
+    CHECK_OK(zrt_engine_create(ctx, &p, &e.e));
+    const int64_t shape[] = {int64_t{1} << 20};
+    zrt_param_h w = nullptr;
+    CHECK_OK(zrt_param_register(e.e, "w", ZRT_DTYPE_FP32, 1, shape, &w));
+    CHECK_OK(zrt_engine_commit(e.e));
+  }
+  CHECK_OK(zrt_finalize(ctx));
 }
 
 TEST(EngineLossScale, OverflowOnOneRankSkipsTheStepEverywhereAndTheScaleRecovers) {

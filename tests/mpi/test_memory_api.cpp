@@ -51,6 +51,53 @@ nlohmann::json context_description() {
 
 }  // namespace
 
+TEST(MemoryApi, TheMemoryLimitNamesItsKindShareAndUse) {
+  zrt_memory_limit_t l;
+  std::memset(&l, 0xab, sizeof l);
+  l.field_mask = ZRT_MEMORY_LIMIT_FIELD_ALL;
+  ASSERT_EQ(zrt_context_memory_limit(test::context(), &l), ZRT_SUCCESS) << test::last_error();
+  EXPECT_GE(static_cast<int>(l.kind), ZRT_MEMORY_LIMIT_PHYSICAL);
+  EXPECT_LE(static_cast<int>(l.kind), ZRT_MEMORY_LIMIT_DATA);
+  EXPECT_GT(l.limit_bytes, 0u);
+  EXPECT_GE(l.sharing_ranks, 1);
+  EXPECT_LE(l.sharing_ranks, test::size());
+  EXPECT_GT(l.used_bytes, 0u);
+  EXPECT_LE(l.available_bytes, l.limit_bytes / static_cast<uint64_t>(l.sharing_ranks));
+  // Only the fields of the mask are written.
+  zrt_memory_limit_t only;
+  std::memset(&only, 0xab, sizeof only);
+  only.field_mask = ZRT_MEMORY_LIMIT_FIELD_LIMIT;
+  ASSERT_EQ(zrt_context_memory_limit(test::context(), &only), ZRT_SUCCESS);
+  EXPECT_EQ(only.limit_bytes, l.limit_bytes);
+  uint64_t untouched;
+  std::memset(&untouched, 0xab, sizeof untouched);
+  EXPECT_EQ(only.used_bytes, untouched);
+  EXPECT_EQ(only.available_bytes, untouched);
+  // Physical memory is shared by the context's ranks on the node, each limit listed with
+  // its share in the context's description.
+  const nlohmann::json limits = context_description()["memory"]["limits"];
+  ASSERT_TRUE(limits.is_array() && !limits.empty()) << limits.dump();
+  zrt_context_attr_t a{};
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_LOCAL;
+  ASSERT_EQ(zrt_context_query(test::context(), &a), ZRT_SUCCESS);
+  EXPECT_NE(limits[0]["limit"].get<std::string>().find("the node's physical memory of"),
+            std::string::npos)
+      << limits.dump();
+  EXPECT_EQ(limits[0]["sharing_ranks"].get<int>(), a.local_size) << limits.dump();
+}
+
+TEST(MemoryApi, TheMemoryLimitRefusesANullStructAndUnknownBits) {
+  EXPECT_EQ(zrt_context_memory_limit(test::context(), nullptr), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("zrt_context_memory_limit: limit is NULL");
+  zrt_memory_limit_t l{};
+  l.field_mask = ZRT_MEMORY_LIMIT_FIELD_ALL | (1u << 7);
+  l.limit_bytes = 7;
+  EXPECT_EQ(zrt_context_memory_limit(test::context(), &l), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("limit->field_mask");
+  EXPECT_EQ(l.limit_bytes, 7u);
+  EXPECT_EQ(zrt_context_memory_limit(nullptr, &l), ZRT_ERR_INVALID_HANDLE);
+}
+
 TEST(MemoryApi, ContextPoolsServeEveryLifetimeAndKind) {
   zrt_pool_h host = nullptr, again = nullptr;
   ASSERT_EQ(zrt_context_pool(test::context(), ZRT_MEMORY_HOST, &host), ZRT_SUCCESS);

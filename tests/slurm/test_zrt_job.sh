@@ -9,7 +9,7 @@ failures=0
 check() {  # check WHAT EXPECTED ACTUAL
   if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
 }
-ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_MODEL=d6 ZRT_JOB_STEPS=5000 ZRT_JOB_DATA=apps/data/cache/moby-dick
+ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_MODEL=d6 ZRT_JOB_STEPS=5000 ZRT_JOB_DATA=moby-dick
 source "$src/slurm/zrt-job"
 
 # Named arguments and the ones passed through.
@@ -18,8 +18,11 @@ check "--model, --steps=, --out, --resume" "d1 40 /tmp/o a.h5" \
   "$ZRT_JOB_MODEL $ZRT_JOB_STEPS $ZRT_JOB_OUT $ZRT_JOB_RESUME"
 check "the rest passes through, all of it after --" "--batch 2 --seq 32 --model x" "${ZRT_JOB_PASS[*]}"
 check "--config is --model" "bert-base" "$(zrt_job_parse --config bert-base; echo "$ZRT_JOB_MODEL")"
-check "the default data is in the source tree" "$(cd "$src" && pwd)/apps/data/cache/moby-dick" \
-  "$(ZRT_JOB_DATA=apps/data/cache/moby-dick; zrt_job_parse; echo "$ZRT_JOB_DATA")"
+check "the default data is in the source tree's data folder" "$(cd "$src" && pwd)/apps/data/cache/moby-dick" \
+  "$(unset ZRT_DATA_DIR; ZRT_JOB_DATA=moby-dick; zrt_job_parse; echo "$ZRT_JOB_DATA")"
+check "ZRT_DATA_DIR moves it, as it moves prepare's" "/data/zrt/moby-dick $(ZRT_DATA_DIR=/data/zrt "$src/apps/data/prepare" --where)" \
+  "$(ZRT_DATA_DIR=/data/zrt; ZRT_JOB_DATA=moby-dick; zrt_job_parse; echo "$ZRT_JOB_DATA") /data/zrt"
+check "an absolute default stays" "/x/y" "$(ZRT_JOB_DATA=/x/y; zrt_job_parse; echo "$ZRT_JOB_DATA")"
 out=$( (zrt_job_parse --steps many) 2>&1); check "--steps must be a number" \
   "zrt-gpt2 job: --steps must be a number, got 'many'" "$out"
 out=$( (zrt_job_parse --save=x.h5) 2>&1); check "--save is refused" 1 "$(echo "$out" | grep -c -- '--save: the job writes its checkpoint, metrics and plots in its folder')"

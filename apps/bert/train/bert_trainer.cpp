@@ -17,6 +17,7 @@
 #include "training/divergence.hpp"
 #include "training/init_from.hpp"
 #include "training/job_metadata.hpp"
+#include "training/memory_check.hpp"
 #include "training/rank_sum.hpp"
 #include "training/signals.hpp"
 
@@ -106,6 +107,14 @@ struct BertTrainer::Impl {
     }
     accum_ = std::max(1, opt.optimizer.accumulation_steps);
     global_batch_ = size_t(opt.batch) * size_t(accum_) * size_t(world.size);
+    // Before they are allocated (and zeroed): in host memory where the model computes there.
+    if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible)
+      training::check_host_memory(
+          world.context,
+          {{fmt::format("activations for {} x {} tokens", opt.batch, opt.seq),
+            BertActivations<float>::planned_bytes(opt.config, opt.batch, opt.seq,
+                                                  opt.batch * train_->max_predictions())}},
+          "a smaller --batch or --seq");
     acts_ = std::make_unique<BertActivations<float>>(opt.config, opt.batch, opt.seq,
                                                      opt.batch * train_->max_predictions());
     device_ = std::make_unique<DeviceBatch>(opt.batch, opt.seq);

@@ -33,6 +33,7 @@ namespace bert {
 struct World {
   int rank = 0, size = 1;
   zrt_comm_h comm = nullptr;
+  zrt_context_h context = nullptr;  // to check the activations against its memory limit
 };
 
 struct BertTrainOptions {

@@ -17,6 +17,7 @@
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "training/init_from.hpp"
 #include "training/job_metadata.hpp"
+#include "training/memory_check.hpp"
 
 namespace gpt2 {
 namespace {
@@ -59,6 +60,25 @@ ActivationMode activation_mode(const TrainOptions &opt) {
   return opt.recompute             ? ActivationMode::recompute
          : opt.offload_activations ? ActivationMode::offload
                                    : ActivationMode::keep;
+}
+
+// Before the run allocates them (Kokkos zeroes, so touches, every view): the activations
+// where they live in host memory (the model's on the host; what the offload holds in pinned
+// host memory) against what this rank may still use.
+void check_activation_memory(const TrainOptions &opt, const World &world) {
+  const ActivationMode mode = activation_mode(opt);
+  std::vector<training::HostNeed> needs;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible)
+    needs.push_back({fmt::format("activations for {} x {} tokens", opt.batch, opt.seq),
+                     Activations<float>::planned_bytes(opt.config, opt.batch, opt.seq, mode)});
+  if (mode == ActivationMode::offload)
+    needs.push_back({"offloaded activations",
+                     Activations<float>::planned_offloaded_bytes(opt.config, opt.batch, opt.seq)});
+  training::check_host_memory(world.context, needs,
+                              mode == ActivationMode::keep
+                                  ? "a smaller --batch or --seq, --recompute or "
+                                    "--offload-activations"
+                                  : "a smaller --batch or --seq");
 }
 
 }  // namespace
@@ -434,8 +454,10 @@ struct Trainer::Impl {
   int64_t micro_batches_ = 0;  // batches this rank's loader has read, over all runs
 };
 
-Trainer::Trainer(const TrainOptions &options, ModelState &state, const World &world)
-    : impl_(std::make_unique<Impl>(options, state, world)) {}
+Trainer::Trainer(const TrainOptions &options, ModelState &state, const World &world) {
+  check_activation_memory(options, world);
+  impl_ = std::make_unique<Impl>(options, state, world);
+}
 
 Trainer::~Trainer() = default;
 

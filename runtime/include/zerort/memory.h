@@ -4,8 +4,10 @@
  *
  * ## Pools
  * A pool hands out memory of one space from an arena that it reserves once and grows by
- * whole segments (memory.<space>.segment_bytes) up to a limit (memory.<space>.limit).
- * Each context has one pool per space (zrt_context_pool); zrt_pool_create makes more.
+ * whole segments (memory.<space>.segment_bytes) up to a limit (memory.<space>.limit, by
+ * default what the process may use: its memory cgroup's limit, RLIMIT_AS and RLIMIT_DATA
+ * taken into account; zrt_context_memory_limit reports them). Each context has one pool per
+ * space (zrt_context_pool); zrt_pool_create makes more.
  *
  * Two lifetimes keep the arena from fragmenting: ZRT_LIFETIME_LONG allocations
  * (parameters, gradients, optimizer state, checkpointed activations) are packed from the
@@ -269,6 +271,52 @@ ZRT_API zrt_status_t zrt_pool_trim(zrt_pool_h pool, size_t *released_bytes_p);
  * Local, non-blocking, thread-safe (a consistent snapshot).
  */
 ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats);
+
+/** @brief What bounds a process's host memory, as zrt_context_memory_limit reports it. */
+typedef enum zrt_memory_limit_kind {
+  ZRT_MEMORY_LIMIT_PHYSICAL = 0,      /**< the node's physical memory */
+  ZRT_MEMORY_LIMIT_CGROUP = 1,        /**< the memory cgroup's limit: cgroup v2 memory.max or v1
+                                           memory.limit_in_bytes (what Slurm's --mem sets) */
+  ZRT_MEMORY_LIMIT_ADDRESS_SPACE = 2, /**< RLIMIT_AS (ulimit -v) */
+  ZRT_MEMORY_LIMIT_DATA = 3           /**< RLIMIT_DATA (ulimit -d) */
+} zrt_memory_limit_kind_t;
+
+/** @brief Which fields of zrt_memory_limit_t to fill. */
+enum zrt_memory_limit_field {
+  ZRT_MEMORY_LIMIT_FIELD_LIMIT = 1u << 0,    /**< kind, limit_bytes, sharing_ranks */
+  ZRT_MEMORY_LIMIT_FIELD_USE = 1u << 1,      /**< used_bytes, available_bytes */
+  ZRT_MEMORY_LIMIT_FIELD_ALL = (1u << 2) - 1 /**< every field of this header's version */
+};
+
+/**
+ * @brief The host memory limit that leaves this rank the least room now, of: the node's
+ * physical memory and the memory cgroup's limit (the smallest on the path of the process's
+ * cgroup), each shared by the context's ranks on the node that are under it, and the
+ * process's own RLIMIT_AS and RLIMIT_DATA. zrt_context_memory_limit fills the fields named in
+ * field_mask.
+ */
+typedef struct zrt_memory_limit {
+  uint64_t field_mask;
+  zrt_memory_limit_kind_t kind;
+  uint64_t limit_bytes;     /**< the limit, whole */
+  int sharing_ranks;        /**< ranks of the context on this node under it (1 for RLIMIT_*):
+                                 this rank's share is limit_bytes / sharing_ranks */
+  uint64_t used_bytes;      /**< what this process uses of it now: resident memory against
+                                 physical memory or a cgroup, mapped address space (pools'
+                                 reservations included) against RLIMIT_AS, private writable
+                                 memory against RLIMIT_DATA */
+  uint64_t available_bytes; /**< the share less used_bytes (0 when it uses more): what this
+                                 rank may still allocate outside zerort's pools */
+} zrt_memory_limit_t;
+
+/**
+ * @brief Fill the fields of @p limit named in limit->field_mask (unknown bits fail with
+ * ZRT_ERR_INVALID_ARGUMENT): the limit a program compares its own plans with (activations,
+ * buffers) before it allocates them. The limits are read at zrt_init (a cgroup's through
+ * /proc/self/cgroup), the use at each call (/proc/self/status). zrt_engine_commit makes the
+ * same comparison for the engine's buffers. Local, non-blocking, thread-safe.
+ */
+ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit);
 
 /** @brief Which fields of zrt_offload_params_t the caller set. */
 enum zrt_offload_params_field {
