@@ -21,8 +21,15 @@
 namespace gpt2::test {
 namespace {
 
+// A warmup-then-cosine schedule (the trainers' default decay).
+LrSchedule schedule(double max_lr, double min_lr, int64_t warmup, int64_t total) {
+  LrSchedule s;
+  s.max_lr = max_lr, s.min_lr = min_lr, s.warmup_steps = warmup, s.total_steps = total;
+  return s;
+}
+
 TEST(LrSchedule, WarmsUpThenDecaysToTheFloor) {
-  LrSchedule s{1e-3, 1e-4, 10, 110};
+  LrSchedule s = schedule(1e-3, 1e-4, 10, 110);
   EXPECT_DOUBLE_EQ(s.at(0), 1e-4);  // 1/10 of the peak
   EXPECT_DOUBLE_EQ(s.at(4), 5e-4);
   EXPECT_DOUBLE_EQ(s.at(9), 1e-3);           // warmup ends at the peak
@@ -32,10 +39,10 @@ TEST(LrSchedule, WarmsUpThenDecaysToTheFloor) {
   EXPECT_DOUBLE_EQ(s.at(500), 1e-4);         // and after
   for (int64_t t = 10; t < 109; ++t)
     EXPECT_GT(s.at(t), s.at(t + 1)) << t;
-  LrSchedule flat{1e-3, 1e-4, 0, 1};
+  LrSchedule flat = schedule(1e-3, 1e-4, 0, 1);
   EXPECT_DOUBLE_EQ(flat.at(0), 1e-3);
-  EXPECT_THROW((LrSchedule{1e-4, 1e-3, 0, 10}.validate()), std::invalid_argument);
-  EXPECT_THROW((LrSchedule{1e-3, 0, -1, 10}.validate()), std::invalid_argument);
+  EXPECT_THROW((schedule(1e-4, 1e-3, 0, 10).validate()), std::invalid_argument);
+  EXPECT_THROW((schedule(1e-3, 0, -1, 10).validate()), std::invalid_argument);
 }
 
 TEST(Sampler, PicksTokens) {
@@ -77,7 +84,7 @@ TrainOptions small_run(int64_t steps) {
   o.batch = 4;
   o.seq = 32;
   o.steps = steps;
-  o.lr = {3e-3, 3e-4, 5, steps};
+  o.lr = schedule(3e-3, 3e-4, 5, steps);
   o.eval_every = 0;
   o.eval_batches = 4;
   o.sample_every = -1;
@@ -137,7 +144,7 @@ TEST(Training, StopsAsDivergedAfterSkippedSteps) {
   // is NaN, the engine skips each step (check_grad_overflow), and after max_skipped_steps
   // of them in a row the run stops instead of training on.
   TrainOptions o = small_run(20);
-  o.lr = {1e30, 1e29, 0, 20};
+  o.lr = schedule(1e30, 1e29, 0, 20);
   o.max_skipped_steps = 3;
   auto state = engine_state(o);
   try {

@@ -26,6 +26,13 @@
 namespace gpt2::test {
 namespace {
 
+// A warmup-then-cosine schedule (the trainers' default decay).
+LrSchedule schedule(double max_lr, double min_lr, int64_t warmup, int64_t total) {
+  LrSchedule s;
+  s.max_lr = max_lr, s.min_lr = min_lr, s.warmup_steps = warmup, s.total_steps = total;
+  return s;
+}
+
 TrainOptions run_options(int batch, int64_t steps = 3) {
   TrainOptions o;
   o.config = Gpt2Config::preset("d2");
@@ -33,7 +40,7 @@ TrainOptions run_options(int batch, int64_t steps = 3) {
   o.batch = batch;
   o.seq = 32;
   o.steps = steps;
-  o.lr = {3e-3, 3e-4, 1, steps};
+  o.lr = schedule(3e-3, 3e-4, 1, steps);
   o.eval_every = 0;
   o.eval_batches = 2;
   o.sample_every = -1;
