@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "files/regular_file.hpp"
+
 namespace safetensors {
 
 namespace {
@@ -193,9 +195,12 @@ void Writer::finish() {
 }
 
 std::vector<uint8_t> read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  try {
+    const std::string bytes = files::read_regular(path);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  } catch (const files::Error &e) {
+    throw Error(fmt::format("cannot open {}: {}", path, e.reason()));
+  }
 }
 
 }  // namespace safetensors

@@ -60,12 +60,13 @@ hid_t check(hid_t id, const std::string &what);
 // The innermost message of HDF5's current error stack ("" if none).
 std::string last_message();
 
-// Whether path is a non-empty regular file this process may read, and if not, why, in the
-// words of the system where it can say ("No such file or directory", "it is a directory",
-// "Permission denied", "the file is empty").
-bool readable(const std::string &path);
-std::string why_unreadable(const std::string &path);
+// Throws Error(ZRT_ERR_IO) "cannot open checkpoint PATH: REASON" unless path is a non-empty
+// regular file this process may read, REASON in the words of the system where it can say
+// ("No such file or directory", "Permission denied"), else what the path is ("it is a FIFO
+// (named pipe), not a regular file", "the file is empty"). Nothing it opens can block.
+void check_readable(const std::string &path);
 
+// Checks the path first (check_readable): H5Fopen would wait for ever on a FIFO.
 Id open_file(const std::string &path, bool writable,
              MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
 // alignment: where above 1, datasets of at least that many bytes start on a multiple of it.

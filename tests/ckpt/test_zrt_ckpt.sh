@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # zrt-ckpt end to end on a real checkpoint: inspect, verify, export to safetensors and back
-# (equal to the original), a bf16 export (close, not equal), diff, and a corrupted file.
+# (equal to the original), a bf16 export (close, not equal), diff, a corrupted file, and
+# paths that are not regular files (a FIFO, a folder, a device: refused at once, named).
 #   test_zrt_ckpt.sh ZRT_CKPT MAKE_CHECKPOINT MPIEXEC [FLAGS...]
 set -euo pipefail
 ckpt=$1 make=$2
@@ -59,4 +60,29 @@ rc=$?
 set -e
 [ $rc -eq 2 ] || fail "a truncated file gave status $rc"
 grep -q "cannot open" "$dir/short.txt" || fail "truncated: unclear message: $(cat "$dir/short.txt")"
+# Not regular files: each refused at once (open(2) of a FIFO would wait for ever for a
+# writer), saying what it is.
+mkfifo "$dir/fifo"
+mkdir "$dir/folder"
+for spec in "$dir/fifo:a FIFO" "$dir/folder:a directory" "/dev/null:a character device"; do
+  path=${spec%%:*} kind=${spec#*:}
+  for command in inspect verify export-safetensors export-hdf5 export-onnx import; do
+    case $command in
+      export-safetensors) args=(export "$path" --format safetensors -o "$dir/nr.safetensors") ;;
+      export-hdf5) args=(export "$path" --format hdf5-fp32 -o "$dir/nr.h5") ;;
+      export-onnx) args=(export "$path" --format onnx --model gpt2 -o "$dir/nr.onnx") ;;
+      import) args=(import-safetensors "$path" "$dir/nr.h5") ;;
+      *) args=("$command" "$path") ;;
+    esac
+    set +e
+    timeout 10 "$ckpt" "${args[@]}" > /dev/null 2> "$dir/nr.err"
+    rc=$?
+    set -e
+    [ $rc -ne 124 ] || fail "$command $path blocked"
+    [ $rc -eq 2 ] || fail "$command $path: status $rc"
+    grep -qF "$path: it is $kind" "$dir/nr.err" || fail "$command $path: $(cat "$dir/nr.err")"
+  done
+  echo "ok: $path refused at once as $kind"
+done
+
 echo "ok: zrt-ckpt inspect, verify, diff, export, import"

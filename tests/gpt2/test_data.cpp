@@ -1,4 +1,5 @@
-// Token files in llm.c's and nanoGPT's formats, with clear errors for broken ones, and the
+// Token files in llm.c's and nanoGPT's formats, with clear errors for broken ones (and for
+// paths that are not regular files, refused without waiting on a FIFO), and the
 // data loader's batches and sharding over ranks.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../not_regular_files.hpp"
 #include "data/data_loader.hpp"
 #include "data/token_file.hpp"
 #include "data_cache.hpp"
@@ -58,6 +60,27 @@ TEST(TokenFile, BothFormatsRoundTrip) {
   EXPECT_EQ(open_error(dir, "b.bin", TokenFormat::llmc),
             "token file b.bin: bad magic number 65536 in the header (llm.c token files begin "
             "with 20240520)");
+}
+
+TEST(TokenFile, WhatIsNotARegularFileIsRefusedWithoutWaitingNamingWhatItIs) {
+  const ::test::NotRegularFiles paths("tokens");
+  for (const ::test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    std::string error;
+    ASSERT_TRUE(::test::returns_within(
+        [&] {
+          try {
+            TokenFile::open(p.path, TokenFormat::automatic, 50257);
+          } catch (const std::runtime_error &e) {
+            error = e.what();
+          }
+        },
+        paths.fifo()))
+        << "TokenFile::open blocked on " << p.path;
+    EXPECT_NE(error.find("token file " + p.path + ": cannot open: it is " + p.kind),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(TokenFile, BrokenFilesSayWhatIsWrong) {

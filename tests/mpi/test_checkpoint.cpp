@@ -1,6 +1,7 @@
 // Checkpoints: saved at every (world size, stage), loaded at every (world size, stage),
 // bitwise; resume equality in deterministic mode; damaged files; keep_last; weights-only
-// files; metadata. World sizes smaller than the job run on sub-communicators.
+// files; metadata; paths that are not regular files. World sizes smaller than the job run
+// on sub-communicators.
 #include <fcntl.h>
 #include <hdf5.h>
 #include <sys/mman.h>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mpi_fixture.hpp"
+#include "not_regular_files.hpp"
 #include "values.hpp"
 
 namespace {
@@ -759,4 +761,45 @@ TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
   }
   CHECK_OK(zrt_engine_step(m.engine, &r));
   EXPECT_EQ(r.step, 2);
+}
+
+TEST(Checkpoint, PathsThatAreNotRegularFilesAreRefusedWithoutWaiting) {
+  // Each rank its own FIFO and folder (the pid in their names): open and describe are local.
+  const test::NotRegularFiles paths("ckpt");
+  for (const test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    const std::string want = "cannot open checkpoint " + p.path + ": it is " + p.kind;
+    zrt_status_t open_status = ZRT_SUCCESS, describe_status = ZRT_SUCCESS;
+    std::string open_error, describe_error;  // the last error is the calling thread's
+    ASSERT_TRUE(test::returns_within(
+        [&] {
+          zrt_checkpoint_h c = nullptr;
+          open_status = zrt_checkpoint_open(p.path.c_str(), &c);
+          open_error = zrt_last_error_message();
+          if (open_status == ZRT_SUCCESS) zrt_checkpoint_close(c);
+          size_t n = 0;
+          describe_status = zrt_checkpoint_describe(p.path.c_str(), nullptr, 0, &n);
+          describe_error = zrt_last_error_message();
+        },
+        paths.fifo()))
+        << "zrt_checkpoint_open or zrt_checkpoint_describe blocked on " << p.path;
+    EXPECT_EQ(open_status, ZRT_ERR_IO);
+    EXPECT_NE(open_error.find("zrt_checkpoint_open: " + want), std::string::npos) << open_error;
+    EXPECT_EQ(describe_status, ZRT_ERR_IO);
+    EXPECT_NE(describe_error.find("zrt_checkpoint_describe: " + want), std::string::npos)
+        << describe_error;
+  }
+  // A load agrees on the path: rank 0's FIFO, named on every rank.
+  const std::string fifo = shared_dir() + "/load.fifo";
+  if (test::rank() == 0) {
+    EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    Model m(test::size(), 2);
+    EXPECT_EQ(zrt_checkpoint_load(m.engine, fifo.c_str()), ZRT_ERR_IO);
+    mentions("cannot open checkpoint " + fifo + ": it is a FIFO (named pipe), not a regular file");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(fifo.c_str());
 }

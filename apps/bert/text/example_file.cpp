@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "files/regular_file.hpp"
+
 namespace bert {
 namespace {
 
@@ -103,15 +105,19 @@ ExampleFile ExampleFile::open(const std::filesystem::path &path, int32_t vocab_s
                               uint64_t vocab_checksum) {
   ExampleFile f;
   f.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  int fd = -1;
+  try {
+    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
+  } catch (const files::Error &e) {
     fail(path, fmt::format("cannot open: {} (apps/data/prepare --model bert writes "
                            "train.bin and val.bin)",
-                           std::strerror(errno)));
+                           e.reason()));
+  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    fail(path, "not a regular file");
+    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes > 0) {

@@ -1,6 +1,7 @@
 #include "token_file.hpp"
 
 #include "data/data_location.hpp"
+#include "files/regular_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -66,15 +67,19 @@ bool looks_like_text(const unsigned char *base, size_t bytes) {
 TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format, int vocab_size) {
   TokenFile f;
   f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  int fd = -1;
+  try {
+    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
+  } catch (const files::Error &e) {
     fail(path, fmt::format("cannot open: {} (run {}, or pass --data DIR with "
                            "train.bin and val.bin)",
-                           std::strerror(errno), prepare_command()));
+                           e.reason(), prepare_command()));
+  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    fail(path, "not a regular file");
+    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes > 0) {
