@@ -125,6 +125,16 @@ Id open_dataset(hid_t file, const std::string &name) {
             H5Dclose);
 }
 
+void drop_dataset(hid_t file, const std::string &name) {
+  if (H5Ldelete(file, name.c_str(), H5P_DEFAULT) < 0) return;
+  haddr_t end = 0;
+  void *handle = nullptr;
+  // The sec2 driver's handle is its descriptor.
+  if (H5Fget_eoa(file, &end) >= 0 && H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) >= 0 &&
+      handle != nullptr)
+    (void)::ftruncate(*static_cast<int *>(handle), static_cast<off_t>(end));
+}
+
 namespace {
 void write_attr_raw(hid_t object, const char *name, hid_t type, const void *value) {
   if (H5Aexists(object, name) > 0) H5Adelete(object, name);

@@ -32,9 +32,13 @@ class Id {
   Id &operator=(const Id &) = delete;
   hid_t get() const { return id_; }
   operator hid_t() const { return id_; }
-  void reset() {
-    if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+  void reset() { (void)close(); }
+  // Closes now; returns the closer's status (negative on failure: a file that could not be
+  // flushed).
+  herr_t close() {
+    const herr_t status = id_ >= 0 && closer_ != nullptr ? closer_(id_) : 0;
     id_ = H5I_INVALID_HID;
+    return status;
   }
 
  private:
@@ -72,6 +76,11 @@ Id open_file(const std::string &path, bool writable,
 // alignment: where above 1, datasets of at least that many bytes start on a multiple of it.
 Id create_file(const std::string &path, MPI_Comm comm, hsize_t alignment = 0);
 Id open_dataset(hid_t file, const std::string &name);
+// Unlinks dataset @p name, whose values could not be written (closed already), and gives its
+// space back: HDF5 shrinks the file's end when the dataset was last, and the file is cut
+// there. Without it, a full disk (or ulimit -f) makes HDF5's flush at close fail, and a
+// failed H5Fclose leaves HDF5 1.10 with a file that crashes the process at exit.
+void drop_dataset(hid_t file, const std::string &name);
 bool exists(hid_t file, const std::string &name);
 
 void write_attr(hid_t object, const char *name, const std::string &value);
