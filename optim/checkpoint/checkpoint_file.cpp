@@ -140,6 +140,7 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
   require_nonnull(values, "values");
   const std::string full = checkpoint::params_name(name);
   h5::Quiet quiet;
+  written_.check(name);  // first: a group of another's path also "exists"
   if (h5::exists(file_, full)) fail(ZRT_ERR_INVALID_ARGUMENT, "'{}' was already written", name);
   // Refused before HDF5 writes: the metadata it writes at close needs room too.
   haddr_t size_now = 0;
@@ -168,6 +169,7 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
   }
   checkpoint::write_checksums(d, checkpoint::block_hashes(values, numel, block_));
   d.reset();
+  written_.insert(name);
   add_tensor(full);
 }
 
