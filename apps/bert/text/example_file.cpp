@@ -9,10 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <utility>
 
+#include "files/output_file.hpp"
 #include "files/regular_file.hpp"
 
 namespace bert {
@@ -87,12 +87,15 @@ void write_example_file(const std::filesystem::path &path, const ExampleCorpus &
 
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, fmt::format("cannot create: {}", std::strerror(errno)));
-    out.write(reinterpret_cast<const char *>(&h), sizeof(h));
-    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-    if (!out.flush()) fail(tmp, "write failed");
+  try {
+    files::OutputFile out(tmp);
+    out.write(&h, sizeof(h));
+    out.write(payload.data(), payload.size());
+    out.close();
+  } catch (const files::Error &e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
+    fail(tmp, e.reason());
   }
   std::filesystem::rename(tmp, path);
 }

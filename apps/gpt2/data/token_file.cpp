@@ -1,6 +1,7 @@
 #include "token_file.hpp"
 
 #include "data/data_location.hpp"
+#include "files/output_file.hpp"
 #include "files/regular_file.hpp"
 
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -187,19 +187,21 @@ void write_token_file(const std::filesystem::path &path, std::span<const uint16_
     fail(path, fmt::format("{} tokens do not fit llm.c's int32 count", tokens.size()));
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, "cannot create");
+  try {
+    files::OutputFile out(tmp);
     if (format == TokenFormat::llmc) {
       int32_t header[TokenFile::kHeaderInts] = {};
       header[0] = TokenFile::kMagic;
       header[1] = 1;
       header[2] = static_cast<int32_t>(tokens.size());
-      out.write(reinterpret_cast<const char *>(header), sizeof(header));
+      out.write(header, sizeof(header));
     }
-    out.write(reinterpret_cast<const char *>(tokens.data()),
-              static_cast<std::streamsize>(tokens.size_bytes()));
-    if (!out.flush()) fail(tmp, "write failed");
+    out.write(tokens.data(), tokens.size_bytes());
+    out.close();
+  } catch (const files::Error &e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
+    fail(tmp, e.reason());
   }
   std::filesystem::rename(tmp, path);
 }
