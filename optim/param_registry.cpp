@@ -17,6 +17,8 @@ int ParamRegistry::add(const char *name, zrt_dtype_t dtype, zrt_dtype_t engine_d
   if (*name == '\0') fail(ZRT_ERR_INVALID_ARGUMENT, "name is empty");
   if (names_.count(name))
     fail(ZRT_ERR_INVALID_ARGUMENT, "a parameter named '{}' is already registered", name);
+  // Refused here, where the program learns it, rather than at every save.
+  tensor_names_.check(name);
   dtype_size(dtype);  // a valid dtype at all
   if (dtype != engine_dtype)
     fail(ZRT_ERR_NOT_SUPPORTED, "parameter '{}' has dtype {} but the engine computes in {}", name,
@@ -38,6 +40,7 @@ int ParamRegistry::add(const char *name, zrt_dtype_t dtype, zrt_dtype_t engine_d
     info.shape.push_back(shape[d]);
   }
   names_[info.name] = count();
+  tensor_names_.insert(info.name);
   c_names_.push_back(info.name);
   params_.push_back(std::move(info));
   return count() - 1;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "optim/checkpoint/tensor_names.hpp"
 #include "optim/layout.hpp"
 #include "zerort/defs.h"
 
@@ -18,7 +19,8 @@ namespace zrt {
 class ParamRegistry {
  public:
   // Checks and appends a parameter; returns its index. Throws Error naming the parameter
-  // and the bad argument. Local.
+  // and the bad argument, or both names when a checkpoint could not hold the two
+  // (checkpoint/tensor_names.hpp). Local.
   int add(const char *name, zrt_dtype_t dtype, zrt_dtype_t engine_dtype, int ndim,
           const int64_t *shape);
   // Throws Error(ZRT_ERR_MISMATCH) on every rank unless every rank registered the same
@@ -47,6 +49,8 @@ class ParamRegistry {
  private:
   std::vector<ParamInfo> params_;
   std::map<std::string, int> names_;
+  // The names as a checkpoint holds them: no two may collide there.
+  checkpoint::TensorNames tensor_names_{"parameter", "registered"};
   std::deque<std::string> c_names_;  // a deque never moves its elements
   bool custom_decay_ = false;        // some parameter has its own weight decay
 };

@@ -6,10 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "runtime/error.hpp"
+#include "runtime/regular_file.hpp"
 
 namespace zrt {
 
@@ -509,17 +508,12 @@ Config Config::resolve(const ConfigSchema &schema, const std::string &file_path,
   if (auto it = env_values.find("config_file"); it != env_values.end()) c.file_path_ = it->second;
 
   if (!c.file_path_.empty()) {
-    // The system's reason: a directory opens as a stream and fails only when read.
-    std::error_code ec;
-    if (std::filesystem::is_directory(c.file_path_, ec))
-      fail(ZRT_ERR_CONFIG, "configuration file {} is a directory", c.file_path_);
-    std::ifstream in(c.file_path_);
-    if (!in)
-      fail(ZRT_ERR_CONFIG, "cannot open configuration file {}: {}", c.file_path_,
-           std::strerror(errno));
+    // Opened without blocking (a FIFO would wait for a writer) and refused, naming what it
+    // is, when it is not a regular file.
+    const std::string text = read_regular_file(c.file_path_, "configuration file", ZRT_ERR_CONFIG);
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(in);
+      j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception &e) {
       // parse_error, and out_of_range for a number beyond a double ("5e812", found by the
       // fuzz target).

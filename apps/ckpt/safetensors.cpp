@@ -10,7 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+
+#include "files/regular_file.hpp"
 
 namespace safetensors {
 
@@ -147,18 +148,36 @@ Writer::Writer(const std::string &path, const std::vector<Entry> &tensors, const
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data aligned, as the reference does
-  out_.open(partial_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw Error("cannot write " + partial_);
-  uint64_t n = text.size();
-  for (int i = 0; i < 8; ++i)
-    out_.put(static_cast<char>((n >> (8 * i)) & 0xff));
-  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+  try {
+    out_ = std::make_unique<files::OutputFile>(partial_);
+  } catch (const files::Error &e) {
+    throw Error(e.what());
+  }
+  try {
+    uint8_t length[8];
+    for (int i = 0; i < 8; ++i)
+      length[i] = static_cast<uint8_t>((uint64_t{text.size()} >> (8 * i)) & 0xff);
+    write(length, sizeof length);
+    write(text.data(), text.size());
+  } catch (...) {
+    out_.reset();  // no destructor runs for a constructor that throws: the file goes here
+    std::remove(partial_.c_str());
+    throw;
+  }
 }
 
 Writer::~Writer() {
   if (done_) return;
-  out_.close();
+  out_.reset();
   std::remove(partial_.c_str());
+}
+
+void Writer::write(const void *bytes, size_t size) {
+  try {
+    out_->write(bytes, size);
+  } catch (const files::Error &e) {
+    throw Error(e.what());
+  }
 }
 
 void Writer::append(const float *values, size_t count) {
@@ -166,7 +185,7 @@ void Writer::append(const float *values, size_t count) {
     throw Error(fmt::format("{}: more values than the header's {}", path_, expected_));
   written_ += count;
   if (esize_ == 4) {
-    out_.write(reinterpret_cast<const char *>(values), static_cast<std::streamsize>(count * 4));
+    write(values, count * 4);
   } else {
     const zrt_dtype_t to = dtype_ == "BF16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP16;
     // In blocks: a converted copy of a whole tensor would be half its size again.
@@ -175,27 +194,32 @@ void Writer::append(const float *values, size_t count) {
     for (size_t at = 0; at < count; at += kBlock) {
       const size_t n = std::min(kBlock, count - at);
       convert(values + at, ZRT_DTYPE_FP32, half_.data(), to, n);
-      out_.write(reinterpret_cast<const char *>(half_.data()), static_cast<std::streamsize>(n * 2));
+      write(half_.data(), n * 2);
     }
   }
-  if (!out_) throw Error("writing " + partial_ + " failed");
 }
 
 void Writer::finish() {
   if (written_ != expected_)
     throw Error(
         fmt::format("{}: {} of the header's {} values written", path_, written_, expected_));
-  out_.close();
-  if (!out_) throw Error("writing " + partial_ + " failed");
+  try {
+    out_->close();
+  } catch (const files::Error &e) {
+    throw Error(e.what());
+  }
   if (std::rename(partial_.c_str(), path_.c_str()) != 0)
     throw Error(fmt::format("cannot rename {} to {}: {}", partial_, path_, std::strerror(errno)));
   done_ = true;
 }
 
 std::vector<uint8_t> read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  try {
+    const std::string bytes = files::read_regular(path);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  } catch (const files::Error &e) {
+    throw Error(fmt::format("cannot open {}: {}", path, e.reason()));
+  }
 }
 
 }  // namespace safetensors

@@ -6,11 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "files/output_file.hpp"
 
 namespace safetensors {
 
@@ -44,14 +46,15 @@ std::vector<float> to_float(const Tensor &t, const uint8_t *data_section);
 // shapes (no value is needed to know where each one's bytes go), then each tensor's fp32
 // values, in the order given, converted on the way to dtype "F32", "F16" or "BF16" a block
 // at a time. Written as PATH.partial and renamed by finish(), so a failed export leaves no
-// file (and an earlier one whole).
+// file (and an earlier one whole); a failed write says why in the system's words ("No
+// space left on device").
 struct Entry {
   std::string name;
   std::vector<int64_t> shape;
 };
 class Writer {
  public:
-  /// Writes the header. Throws Error.
+  /// Writes the header. Throws Error (and leaves no file).
   Writer(const std::string &path, const std::vector<Entry> &tensors, const std::string &dtype,
          const std::map<std::string, std::string> &metadata);
   ~Writer();
@@ -64,11 +67,13 @@ class Writer {
 
  private:
   std::string path_, partial_;
-  std::ofstream out_;
+  std::unique_ptr<files::OutputFile> out_;
   size_t esize_ = 0, expected_ = 0, written_ = 0;  // in values
   std::string dtype_;
   std::vector<uint16_t> half_;  // one block, converted
   bool done_ = false;
+
+  void write(const void *bytes, size_t size);  // Error with the system's reason
 };
 
 std::vector<uint8_t> read_file(const std::string &path);

@@ -18,8 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -46,17 +48,19 @@ void check(zrt_status_t st, const std::string &what) {
 
 using Reader = weights::CheckpointReader;
 
-// A weights-only checkpoint being written: removed, not left half-written, unless finish()
-// completes it.
+// A weights-only checkpoint being written, as PATH.partial (which zerort writes as
+// PATH.partial.tmp until it is closed): moved to PATH by finish(), removed otherwise, so that
+// a failed export leaves no file, and an earlier PATH whole.
 class Writer {
  public:
-  Writer(const std::string &path, const std::string &metadata) : path_(path) {
-    check(zrt_checkpoint_create(path.c_str(), metadata.c_str(), &h_), "cannot create " + path);
+  Writer(const std::string &path, const std::string &metadata)
+      : path_(path), partial_(path + ".partial") {
+    check(zrt_checkpoint_create(partial_.c_str(), metadata.c_str(), &h_), "cannot create " + path);
   }
   ~Writer() {
     if (!h_) return;
     zrt_checkpoint_close(h_);
-    std::remove(path_.c_str());
+    std::remove(partial_.c_str());
   }
   Writer(const Writer &) = delete;
   Writer &operator=(const Writer &) = delete;
@@ -70,13 +74,18 @@ class Writer {
     h_ = nullptr;
     if (zrt_checkpoint_close(h) != ZRT_SUCCESS) {
       const std::string why = zrt_last_error_message();
-      std::remove(path_.c_str());
+      std::remove(partial_.c_str());
       throw Failure(fmt::format("cannot finish {}: {}", path_, why));
+    }
+    if (std::rename(partial_.c_str(), path_.c_str()) != 0) {
+      const int err = errno;
+      std::remove(partial_.c_str());
+      throw Failure(fmt::format("cannot rename {} to {}: {}", partial_, path_, std::strerror(err)));
     }
   }
 
  private:
-  std::string path_;
+  std::string path_, partial_;
   zrt_checkpoint_h h_ = nullptr;
 };
 

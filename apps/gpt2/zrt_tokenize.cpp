@@ -10,25 +10,24 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "data/token_file.hpp"
+#include "files/regular_file.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "training/cli_checks.hpp"
 
 namespace {
 
 std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return files::read_regular(path);
+  } catch (const files::Error &e) {
+    throw std::runtime_error(fmt::format("{}: cannot open: {}", path, e.reason()));
+  }
 }
 
 std::vector<uint16_t> to_u16(const std::vector<int> &ids) {

@@ -2,17 +2,21 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <stdexcept>
+
+#include "files/regular_file.hpp"
 
 namespace nn {
 
 nlohmann::json read_json_file(const std::filesystem::path &file, const char *what) {
-  std::ifstream in(file);
-  if (!in)
-    throw std::invalid_argument(fmt::format("{} {}: cannot open the file", what, file.string()));
+  std::string text;
   try {
-    return nlohmann::json::parse(in);
+    text = files::read_regular(file);
+  } catch (const files::Error &e) {
+    throw std::invalid_argument(fmt::format("{} {}: {}", what, file.string(), e.reason()));
+  }
+  try {
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception &e) {
     throw std::invalid_argument(
         fmt::format("{} {}: not valid JSON: {}", what, file.string(), e.what()));

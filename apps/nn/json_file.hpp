@@ -7,7 +7,8 @@
 
 namespace nn {
 
-/// The JSON value in @p file. Throws std::invalid_argument "WHAT FILE: cannot open the file"
+/// The JSON value in @p file. Throws std::invalid_argument "WHAT FILE: REASON" (the
+/// system's, or "it is a FIFO (named pipe), not a regular file": files/regular_file.hpp)
 /// or "WHAT FILE: not valid JSON: ...".
 nlohmann::json read_json_file(const std::filesystem::path &file, const char *what);
 

@@ -51,7 +51,7 @@ void start_delimited(pb::io::CodedOutputStream &c, int number, uint64_t size) {
 }  // namespace
 
 void serialize_streamed(const onnx::ModelProto &model, const std::vector<StreamedRawData> &tensors,
-                        std::ostream &out) {
+                        pb::io::ZeroCopyOutputStream &out) {
   const onnx::GraphProto &graph = model.graph();
   // Each initializer's size with its raw_data, then the graph's and the model's.
   std::vector<uint64_t> sizes(static_cast<size_t>(graph.initializer_size()));
@@ -73,8 +73,7 @@ void serialize_streamed(const onnx::ModelProto &model, const std::vector<Streame
   if (total > static_cast<uint64_t>(INT_MAX))
     throw std::length_error(fmt::format("a model of {} bytes", total));
 
-  pb::io::OstreamOutputStream stream(&out);
-  pb::io::CodedOutputStream c(&stream);
+  pb::io::CodedOutputStream c(&out);
   c.WriteRaw(model_below.data(), static_cast<int>(model_below.size()));
   start_delimited(c, kModelGraph, graph_size);
   c.WriteRaw(graph_below.data(), static_cast<int>(graph_below.size()));
@@ -98,11 +97,12 @@ void serialize_streamed(const onnx::ModelProto &model, const std::vector<Streame
       throw std::runtime_error(fmt::format("{}: {} bytes of raw_data, {} announced", t.name(),
                                            written, streamed[i]->bytes));
     c.WriteRaw(above.data(), static_cast<int>(above.size()));
+    if (c.HadError()) throw StreamFailed("the stream failed");  // before the next weight's read
   }
   c.WriteRaw(graph_above.data(), static_cast<int>(graph_above.size()));
   c.WriteRaw(model_above.data(), static_cast<int>(model_above.size()));
   c.Trim();
-  if (c.HadError()) throw std::runtime_error("the stream failed");
+  if (c.HadError()) throw StreamFailed("the stream failed");
 }
 
 }  // namespace zonnx

@@ -8,12 +8,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <ostream>
+#include <stdexcept>
 #include <vector>
 
 namespace onnx {
 class ModelProto;
 }  // namespace onnx
+namespace google::protobuf::io {
+class ZeroCopyOutputStream;
+}  // namespace google::protobuf::io
 
 namespace zonnx {
 
@@ -28,12 +31,17 @@ struct StreamedRawData {
   std::function<void(const ByteSink &)> write;
 };
 
+/// @p out refused bytes: its owner knows why (the system's reason).
+struct StreamFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Serializes @p model to @p out, each of @p tensors' raw_data written by its callback, in
 /// the order of the graph's initializers (@p tensors sorted by initializer). Throws
-/// std::length_error past protobuf's 2 GB limit (before writing anything),
-/// std::runtime_error when a callback passes a number of bytes other than announced or the
-/// stream fails, and what a callback throws.
+/// std::length_error past protobuf's 2 GB limit (before writing anything), StreamFailed as
+/// soon as @p out refuses bytes (no further weight is read), std::runtime_error when a
+/// callback passes a number of bytes other than announced, and what a callback throws.
 void serialize_streamed(const onnx::ModelProto &model, const std::vector<StreamedRawData> &tensors,
-                        std::ostream &out);
+                        google::protobuf::io::ZeroCopyOutputStream &out);
 
 }  // namespace zonnx

@@ -1,6 +1,7 @@
 #include "onnx_graph.hpp"
 
 #include <fmt/format.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 #include <zerort/zerort.h>
 
@@ -11,6 +12,32 @@
 
 namespace zonnx {
 namespace {
+
+namespace pb = google::protobuf;
+
+// protobuf's bytes into an OutputFile, keeping the file's error (the system's reason), which
+// protobuf reports only as false.
+class FileSink : public pb::io::CopyingOutputStream {
+ public:
+  explicit FileSink(files::OutputFile &file) : file_(file) {}
+  bool Write(const void *buffer, int size) override {
+    try {
+      file_.write(buffer, static_cast<size_t>(size));
+      return true;
+    } catch (const files::Error &e) {
+      error_ = e.what();
+      return false;
+    }
+  }
+  // Throws the file's error, if a write failed.
+  void throw_if_failed() const {
+    if (!error_.empty()) throw std::runtime_error(error_);
+  }
+
+ private:
+  files::OutputFile &file_;
+  std::string error_;
+};
 
 std::filesystem::path partial(const std::filesystem::path &p) {
   return p.string() + ".partial";
@@ -54,9 +81,7 @@ OnnxGraph::OnnxGraph(const std::string &name, const std::filesystem::path &model
   if (!external_name_.empty()) {
     // Under a temporary name until write(): a failed export leaves an earlier one whole.
     external_path_ = model_path.parent_path() / external_name_;
-    external_.open(partial(external_path_), std::ios::binary | std::ios::trunc);
-    if (!external_)
-      throw std::runtime_error(fmt::format("cannot create {}", partial(external_path_).string()));
+    external_ = std::make_unique<files::OutputFile>(partial(external_path_));
   }
 }
 
@@ -81,7 +106,7 @@ std::string OnnxGraph::weight(const std::string &name, const std::vector<int64_t
   }
   const int64_t size = count * (fp16_ ? 2 : 4);
   weight_bytes_ += size;
-  if (external_.is_open()) {
+  if (!external_name_.empty()) {
     // Where its bytes will go, known from its size alone: written by write().
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     for (auto [key, value] : {std::pair{"location", external_name_},
@@ -196,24 +221,24 @@ void OnnxGraph::name_output(const std::string &value, const std::string &name) {
 
 OnnxGraph::~OnnxGraph() {
   // Not written (or written but not moved): the side file goes.
-  if (external_.is_open()) external_.close();
+  external_.reset();
   std::error_code ignored;
   if (!external_path_.empty()) std::filesystem::remove(partial(external_path_), ignored);
 }
 
 void OnnxGraph::write(const std::filesystem::path &path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(fmt::format("cannot create {}", path.string()));
-  if (external_.is_open()) {
+  files::OutputFile out(path);
+  FileSink sink(out);
+  // Buffered: protobuf writes a model's small fields a few bytes at a time.
+  pb::io::CopyingOutputStreamAdaptor stream(&sink);
+  if (!external_name_.empty()) {
     for (const Pending &p : pending_)
-      write_weight(p, [&](const char *bytes, size_t size) {
-        external_.write(bytes, static_cast<std::streamsize>(size));
-        if (!external_) throw std::runtime_error(fmt::format("cannot write {}", external_name_));
-      });
-    external_.close();
-    if (!external_) throw std::runtime_error(fmt::format("cannot finish {}", external_name_));
-    if (!model_->SerializeToOstream(&out))
+      write_weight(p, [&](const char *bytes, size_t size) { external_->write(bytes, size); });
+    external_->close();
+    if (!model_->SerializeToZeroCopyStream(&stream)) {
+      sink.throw_if_failed();
       throw std::runtime_error(fmt::format("cannot serialize the model to {}", path.string()));
+    }
   } else {
     std::vector<StreamedRawData> inline_data;
     for (const Pending &p : pending_)
@@ -221,16 +246,22 @@ void OnnxGraph::write(const std::filesystem::path &path) {
           {p.initializer, static_cast<uint64_t>(p.count * (fp16_ ? 2 : 4)),
            [this, pending = &p](const ByteSink &sink) { write_weight(*pending, sink); }});
     try {
-      serialize_streamed(*model_, inline_data, out);
+      serialize_streamed(*model_, inline_data, stream);
     } catch (const std::length_error &) {
       throw std::runtime_error(fmt::format(
           "cannot serialize the model to {} ({} of weights inline: past protobuf's 2 GB, use "
           "--external-data)",
           path.string(), weight_bytes_));
+    } catch (const StreamFailed &) {
+      sink.throw_if_failed();
+      throw;
     }
   }
+  if (!stream.Flush()) {
+    sink.throw_if_failed();
+    throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  }
   out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
   // The weights under their name once the model that names them is written.
   if (!external_path_.empty()) std::filesystem::rename(partial(external_path_), external_path_);
 }

@@ -8,13 +8,13 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "files/output_file.hpp"
 #include "tensor_blocks.hpp"
 
 namespace onnx {
@@ -74,8 +74,9 @@ class OnnxGraph {
   /// Reads the weights one at a time and writes their bytes, to the side file (written as
   /// NAME.partial and moved to its name) or inline; serializes the model to @p path. A
   /// graph destroyed unwritten removes its side file. Throws std::runtime_error when the
-  /// model cannot be written (past 2 GB inline: use external data), or what a weight's
-  /// values throw.
+  /// model cannot be written (past 2 GB inline: use external data; a file that cannot be
+  /// written, in the system's words: "PATH: cannot write: No space left on device"), or
+  /// what a weight's values throw.
   void write(const std::filesystem::path &path);
 
   /// Bytes of weights so far.
@@ -95,7 +96,7 @@ class OnnxGraph {
   onnx::GraphProto *graph_;
   std::string external_name_;
   std::filesystem::path external_path_;
-  std::ofstream external_;
+  std::unique_ptr<files::OutputFile> external_;  // the side file, until write() closes it
   int64_t external_offset_ = 0, weight_bytes_ = 0;
   bool fp16_ = false;
   int next_ = 0;

@@ -4,12 +4,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "bert/model/bert_activations.hpp"
 #include "bert/model/bert_config.hpp"
 #include "bert/model/bert_layout.hpp"
+#include "files/regular_file.hpp"
 #include "gpt2/model/activations.hpp"
 #include "gpt2/model/config.hpp"
 #include "gpt2/model/parameter_layout.hpp"
@@ -107,9 +107,13 @@ ActivationBytes PlanModel::activations(int batch, int seq, ActivationMode mode,
 
 PlanModel model_from_spec(const std::string &spec) {
   if (spec.ends_with(".json") || std::filesystem::is_regular_file(spec)) {
-    std::ifstream in(spec);
-    if (!in) bad(fmt::format("--model {}: cannot read the file", spec));
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    std::string text;
+    try {
+      text = files::read_regular(spec);
+    } catch (const files::Error &e) {
+      bad(fmt::format("--model {}: cannot read the file: {}", spec, e.reason()));
+    }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
       bad(fmt::format("--model {}: not a JSON object (a model configuration)", spec));
     const std::string type = j.value("model_type", std::string());

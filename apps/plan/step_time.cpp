@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
+
+#include "files/regular_file.hpp"
 
 namespace plan {
 
@@ -67,8 +69,12 @@ CommModel fabric_preset(const std::string &name, int nranks, int ranks_per_node)
 
 CommModel profile_from_file(const std::string &path, const std::string &backend, int np,
                             const std::string &dtype) {
-  std::ifstream in(path);
-  if (!in) bad(fmt::format("--profile {}: cannot read the file", path));
+  std::istringstream in;
+  try {
+    in.str(files::read_regular(path));
+  } catch (const files::Error &e) {
+    bad(fmt::format("--profile {}: cannot read the file: {}", path, e.reason()));
+  }
   std::map<std::string, Fit> fits;
   std::map<std::string, std::string> unsound;
   std::vector<std::string> seen;  // backend@np of every fit, for the message

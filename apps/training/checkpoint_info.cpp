@@ -1,10 +1,13 @@
 #include "checkpoint_info.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zerort/zerort.h>
 
 #include <stdexcept>
 #include <system_error>
+
+#include "files/regular_file.hpp"
 
 namespace training {
 namespace {
@@ -37,8 +40,13 @@ void check_save_folder(const std::filesystem::path &save_path) {
 CheckpointInfo read_checkpoint_info(const std::filesystem::path &path,
                                     const CheckpointOwner &owner) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::exists(path, ec))
     throw std::runtime_error(fmt::format("--resume {}: no such checkpoint file", path.string()));
+  try {
+    ::close(files::open_regular(path));  // a FIFO, a folder, a device: named
+  } catch (const files::Error &e) {
+    throw std::runtime_error(fmt::format("--resume {}: {}", path.string(), e.reason()));
+  }
   size_t n = 0;
   if (zrt_checkpoint_describe(path.c_str(), nullptr, 0, &n) != ZRT_SUCCESS)
     throw std::runtime_error(fmt::format("--resume {}: not a zerort checkpoint: {}", path.string(),

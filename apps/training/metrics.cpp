@@ -1,12 +1,16 @@
 #include "metrics.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zerort/zerort.h>
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "files/regular_file.hpp"
 
 namespace training {
 namespace {
@@ -91,6 +95,16 @@ std::string format_duration(double seconds) {
 MetricsLog::MetricsLog(const std::filesystem::path &path) : path_(path) {
   if (path.empty()) return;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  // Read back by --resume and rewritten: a regular file, checked without blocking (opening
+  // a FIFO waits for ever for the other end).
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    try {
+      ::close(files::open_regular(path));
+    } catch (const files::Error &e) {
+      throw std::runtime_error(fmt::format("--json-metrics {}: {}", path.string(), e.reason()));
+    }
+  }
   // Checked now, on bad input, not at the first step; emptied (or continued) then.
   std::ofstream probe(path, std::ios::app);
   if (!probe)
@@ -115,7 +129,8 @@ void MetricsLog::resumed_at(int64_t step) {
   std::vector<std::string> kept;
   int64_t unreadable = 0;
   {
-    std::ifstream in(path_);
+    std::error_code ec;
+    std::istringstream in(std::filesystem::exists(path_, ec) ? files::read_regular(path_) : "");
     std::string text;
     while (std::getline(in, text)) {
       nlohmann::json line = nlohmann::json::parse(text, nullptr, false);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "files/regular_file.hpp"
 #include "safetensors.hpp"
 
 namespace weights {
@@ -18,16 +19,13 @@ void check(zrt_status_t st, const std::string &what) {
   if (st != ZRT_SUCCESS) throw Error(fmt::format("{}: {}", what, zrt_last_error_message()));
 }
 
-// The first bytes of an HDF5 file (a zerort checkpoint); anything else is read as
-// safetensors, whose parser says what is wrong with a file that is neither.
-bool is_hdf5(const std::filesystem::path &path) {
+// Whether the file open at fd begins as an HDF5 file (a zerort checkpoint) does; anything
+// else is read as safetensors, whose parser says what is wrong with a file that is neither.
+bool is_hdf5(int fd) {
   const unsigned char magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   unsigned char head[8] = {0};
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::read(fd, head, sizeof head) == sizeof head;
-  ::close(fd);
-  return ok && std::memcmp(head, magic, sizeof magic) == 0;
+  return ::pread(fd, head, sizeof head, 0) == sizeof head &&
+         std::memcmp(head, magic, sizeof magic) == 0;
 }
 
 }  // namespace
@@ -72,8 +70,14 @@ struct WeightsFile::Mapped {
 };
 
 WeightsFile::WeightsFile(const std::filesystem::path &path) : path_(path) {
-  if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path.string()));
-  if (is_hdf5(path)) {
+  int fd = -1;
+  try {
+    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
+  } catch (const files::Error &e) {
+    throw Error(fmt::format("{}: cannot open: {}", path.string(), e.reason()));
+  }
+  if (is_hdf5(fd)) {
+    ::close(fd);
     checkpoint_ = std::make_unique<CheckpointReader>(path.string());
     // An engine's checkpoint holds params/NAME beside its optimizer state; a weights-only
     // one holds NAME alone.
@@ -91,11 +95,10 @@ WeightsFile::WeightsFile(const std::filesystem::path &path) : path_(path) {
     return;
   }
   auto m = std::make_unique<Mapped>();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0) {
+  if (::fstat(fd, &st) != 0) {
     const int err = errno;
-    if (fd >= 0) ::close(fd);
+    ::close(fd);
     throw Error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(err)));
   }
   m->size = static_cast<size_t>(st.st_size);

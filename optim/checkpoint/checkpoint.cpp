@@ -19,6 +19,7 @@
 #include "optim/engine.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
+#include "runtime/regular_file.hpp"
 #include "zerort/version.h"
 
 namespace zrt::checkpoint {
@@ -48,8 +49,7 @@ struct Source {
 class Mapping {
  public:
   explicit Mapping(const std::string &path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, std::strerror(errno));
+    const int fd = open_regular_file(path, "checkpoint");
     struct stat st {};
     if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
       ::close(fd);
@@ -228,10 +228,7 @@ void load(Engine &e, const std::string &path) {
   nlohmann::json scaler;
   // Agree on the file first: a rank that cannot see it fails every rank, naming it.
   same_path_on_every_rank(comm, path, "zrt_checkpoint_load");
-  run_agreed(comm, [&] {
-    if (!h5::readable(path))
-      fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, h5::why_unreadable(path));
-  });
+  run_agreed(comm, [&] { h5::check_readable(path); });
   // Every rank reads the file's metadata itself, serially: it is small, and no collective
   // open is needed (MPI-IO's open hangs when one rank cannot see the file).
   const std::map<int, std::vector<std::pair<size_t, size_t>>> held = held_intervals(e);

@@ -65,6 +65,7 @@ std::unique_ptr<CheckpointFile> CheckpointFile::create(const std::string &path,
 }
 
 CheckpointFile::~CheckpointFile() {
+  h5::Quiet quiet;  // a failed close reports nothing anyone reads
   if (writable_ && !closed_) {
     // Never published: drop the partial file.
     file_.reset();
@@ -139,7 +140,15 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
   require_nonnull(values, "values");
   const std::string full = checkpoint::params_name(name);
   h5::Quiet quiet;
+  written_.check(name);  // first: a group of another's path also "exists"
   if (h5::exists(file_, full)) fail(ZRT_ERR_INVALID_ARGUMENT, "'{}' was already written", name);
+  // Refused before HDF5 writes: the metadata it writes at close needs room too.
+  haddr_t size_now = 0;
+  H5Fget_eoa(file_, &size_now);
+  if (const std::string shortfall =
+          checkpoint::room_shortfall(tmp_, size_now, numel * sizeof(float));
+      !shortfall.empty())
+    fail(ZRT_ERR_IO, "cannot write '{}' to {}: {}", name, tmp_, shortfall);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   h5::Id space(h5::check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                          "H5Screate_simple"),
@@ -150,18 +159,32 @@ void CheckpointFile::write(const std::string &name, const std::vector<int64_t> &
                                 H5P_DEFAULT),
                      "cannot create /" + full),
            H5Dclose);
-  h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
-            "cannot write /" + full);
+  try {
+    h5::check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values),
+              "cannot write /" + full);
+  } catch (const Error &) {
+    d.reset();
+    h5::drop_dataset(file_, full);  // so that the file can still be closed (and removed)
+    throw;
+  }
   checkpoint::write_checksums(d, checkpoint::block_hashes(values, numel, block_));
   d.reset();
+  written_.insert(name);
   add_tensor(full);
 }
 
 void CheckpointFile::close() {
   if (closed_) return;
   closed_ = true;
-  file_.reset();
+  h5::Quiet quiet;
+  const herr_t status = file_.close();
   if (!writable_) return;
+  if (status < 0) {
+    const int err = errno;
+    std::remove(tmp_.c_str());  // never published
+    errno = err;
+    h5::check(status, "cannot finish " + tmp_);
+  }
   checkpoint::replace_file(tmp_, path_, checkpoint::Removal::Now);
 }
 

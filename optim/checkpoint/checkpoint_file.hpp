@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "optim/checkpoint/h5.hpp"
+#include "optim/checkpoint/tensor_names.hpp"
 #include "zerort/checkpoint.h"
 
 namespace zrt {
@@ -35,6 +36,7 @@ class CheckpointFile {
   h5::Id file_;
   std::vector<std::string> names_;  // storage for the tensors' name pointers
   std::vector<zrt_checkpoint_tensor_t> tensors_;
+  checkpoint::TensorNames written_{"tensor", "written"};  // the names write() was given
 };
 
 }  // namespace zrt

@@ -94,27 +94,33 @@ std::string storage_diagnosis(const std::string &path) {
   return out;
 }
 
-// Checked before anything is written, against the datasets' bytes plus a margin for
-// HDF5's metadata and the datasets' alignment, so that a save that cannot fit fails at once
-// and whole, rather than in the background half-way through.
-void check_room(const std::string &tmp, uint64_t bytes) {
+// Checked against the bytes plus a margin for HDF5's metadata and the datasets' alignment,
+// so that a write that cannot fit fails at once and whole, rather than half-way through (an
+// asynchronous save in the background; HDF5's own writes, whose failure it recovers from
+// badly).
+std::string room_shortfall(const std::string &path, uint64_t size_now, uint64_t bytes) {
   const uint64_t need = bytes + bytes / 16 + (1u << 20);
+  const char *more = size_now > 0 ? " more" : "";
   struct statvfs fs {};
-  if (::statvfs(directory_of(tmp).c_str(), &fs) == 0) {
+  if (::statvfs(directory_of(path).c_str(), &fs) == 0) {
     const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
     if (free_bytes < need)
-      fail(ZRT_ERR_IO,
-           "cannot save {}: it needs about {} bytes and {} has {} free (No space left on "
-           "device); nothing was written",
-           tmp, need, directory_of(tmp), free_bytes);
+      return fmt::format("it needs about {} bytes{} and {} has {} free (No space left on device)",
+                         need, more, directory_of(path), free_bytes);
   }
   struct rlimit limit {};
   if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      limit.rlim_cur < need)
-    fail(ZRT_ERR_IO,
-         "cannot save {}: it needs about {} bytes but the file size limit (ulimit -f) is {} "
-         "bytes (File too large); nothing was written",
-         tmp, need, static_cast<uint64_t>(limit.rlim_cur));
+      limit.rlim_cur < size_now + need)
+    return fmt::format(
+        "it needs about {} bytes{} but the file size limit (ulimit -f) is {} bytes (File too "
+        "large)",
+        need, more, static_cast<uint64_t>(limit.rlim_cur));
+  return "";
+}
+
+void check_room(const std::string &tmp, uint64_t bytes) {
+  if (const std::string shortfall = room_shortfall(tmp, 0, bytes); !shortfall.empty())
+    fail(ZRT_ERR_IO, "cannot save {}: {}; nothing was written", tmp, shortfall);
 }
 
 namespace {

@@ -22,6 +22,10 @@ void same_path_on_every_rank(MPI_Comm comm, const std::string &path, const char 
 // size limit (ulimit -f), which a failed write reports only as its errno. Empty when
 // neither is short.
 std::string storage_diagnosis(const std::string &path);
+// Why a file at path of size_now bytes cannot grow by `bytes` (plus a margin for HDF5's
+// metadata), as the file system's free space or ulimit -f says: "it needs about N bytes
+// and DIR has M free (No space left on device)"; empty when it can.
+std::string room_shortfall(const std::string &path, uint64_t size_now, uint64_t bytes);
 // Refuses (Error ZRT_ERR_IO) a save of `bytes` that the file system or ulimit -f cannot
 // hold, before anything is written.
 void check_room(const std::string &tmp, uint64_t bytes);

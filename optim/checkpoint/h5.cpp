@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/regular_file.hpp"
+
 namespace zrt::h5 {
 
 Quiet::Quiet() {
@@ -57,26 +59,26 @@ Id file_access(MPI_Comm comm) {
 }
 }  // namespace
 
-bool readable(const std::string &path) {
+void check_readable(const std::string &path) {
+  const int fd = open_regular_file(path, "checkpoint");
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) &&
-         ::access(path.c_str(), R_OK) == 0 && st.st_size > 0;
-}
-
-std::string why_unreadable(const std::string &path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);  // "No such file or directory"
-  if (S_ISDIR(st.st_mode)) return "it is a directory";
-  if (::access(path.c_str(), R_OK) != 0) return std::strerror(errno);  // "Permission denied"
-  if (st.st_size == 0) return "the file is empty";
-  return fmt::format("not a readable HDF5 file ({} bytes: truncated, corrupted, or not HDF5)",
-                     st.st_size);
+  const bool empty = ::fstat(fd, &st) == 0 && st.st_size == 0;
+  ::close(fd);
+  if (empty) fail(ZRT_ERR_IO, "cannot open checkpoint {}: the file is empty", path);
 }
 
 Id open_file(const std::string &path, bool writable, MPI_Comm comm) {
+  check_readable(path);
   Id fapl = file_access(comm);
   hid_t f = H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
-  if (f < 0) fail(ZRT_ERR_IO, "cannot open checkpoint {}: {}", path, why_unreadable(path));
+  if (f < 0) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    fail(ZRT_ERR_IO,
+         "cannot open checkpoint {}: not a readable HDF5 file ({} bytes: truncated, corrupted, "
+         "or not HDF5)",
+         path, st.st_size);
+  }
   Id file(f, H5Fclose);
   // Only files with checksummed metadata (superblock 2 and later, as zerort writes them):
   // HDF5 1.10 parses the older, unchecked headers of a damaged file into use-after-free
@@ -121,6 +123,16 @@ Id open_dataset(hid_t file, const std::string &name) {
   if (!exists(file, name)) fail(ZRT_ERR_IO, "dataset /{} is missing", name);
   return Id(check(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "cannot open dataset /" + name),
             H5Dclose);
+}
+
+void drop_dataset(hid_t file, const std::string &name) {
+  if (H5Ldelete(file, name.c_str(), H5P_DEFAULT) < 0) return;
+  haddr_t end = 0;
+  void *handle = nullptr;
+  // The sec2 driver's handle is its descriptor.
+  if (H5Fget_eoa(file, &end) >= 0 && H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) >= 0 &&
+      handle != nullptr)
+    (void)::ftruncate(*static_cast<int *>(handle), static_cast<off_t>(end));
 }
 
 namespace {

@@ -32,9 +32,13 @@ class Id {
   Id &operator=(const Id &) = delete;
   hid_t get() const { return id_; }
   operator hid_t() const { return id_; }
-  void reset() {
-    if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+  void reset() { (void)close(); }
+  // Closes now; returns the closer's status (negative on failure: a file that could not be
+  // flushed).
+  herr_t close() {
+    const herr_t status = id_ >= 0 && closer_ != nullptr ? closer_(id_) : 0;
     id_ = H5I_INVALID_HID;
+    return status;
   }
 
  private:
@@ -60,17 +64,23 @@ hid_t check(hid_t id, const std::string &what);
 // The innermost message of HDF5's current error stack ("" if none).
 std::string last_message();
 
-// Whether path is a non-empty regular file this process may read, and if not, why, in the
-// words of the system where it can say ("No such file or directory", "it is a directory",
-// "Permission denied", "the file is empty").
-bool readable(const std::string &path);
-std::string why_unreadable(const std::string &path);
+// Throws Error(ZRT_ERR_IO) "cannot open checkpoint PATH: REASON" unless path is a non-empty
+// regular file this process may read, REASON in the words of the system where it can say
+// ("No such file or directory", "Permission denied"), else what the path is ("it is a FIFO
+// (named pipe), not a regular file", "the file is empty"). Nothing it opens can block.
+void check_readable(const std::string &path);
 
+// Checks the path first (check_readable): H5Fopen would wait for ever on a FIFO.
 Id open_file(const std::string &path, bool writable,
              MPI_Comm comm);  // comm: MPI_COMM_NULL = serial
 // alignment: where above 1, datasets of at least that many bytes start on a multiple of it.
 Id create_file(const std::string &path, MPI_Comm comm, hsize_t alignment = 0);
 Id open_dataset(hid_t file, const std::string &name);
+// Unlinks dataset @p name, whose values could not be written (closed already), and gives its
+// space back: HDF5 shrinks the file's end when the dataset was last, and the file is cut
+// there. Without it, a full disk (or ulimit -f) makes HDF5's flush at close fail, and a
+// failed H5Fclose leaves HDF5 1.10 with a file that crashes the process at exit.
+void drop_dataset(hid_t file, const std::string &name);
 bool exists(hid_t file, const std::string &name);
 
 void write_attr(hid_t object, const char *name, const std::string &value);

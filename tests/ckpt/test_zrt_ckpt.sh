@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # zrt-ckpt end to end on a real checkpoint: inspect, verify, export to safetensors and back
-# (equal to the original), a bf16 export (close, not equal), diff, and a corrupted file.
+# (equal to the original), a bf16 export (close, not equal), diff, a corrupted file, paths
+# that are not regular files (a FIFO, a folder, a device: refused at once, named), and
+# exports onto a full disk (the system's reason, no partial file, no crash).
 #   test_zrt_ckpt.sh ZRT_CKPT MAKE_CHECKPOINT MPIEXEC [FLAGS...]
 set -euo pipefail
 ckpt=$1 make=$2
@@ -59,4 +61,59 @@ rc=$?
 set -e
 [ $rc -eq 2 ] || fail "a truncated file gave status $rc"
 grep -q "cannot open" "$dir/short.txt" || fail "truncated: unclear message: $(cat "$dir/short.txt")"
+# Not regular files: each refused at once (open(2) of a FIFO would wait for ever for a
+# writer), saying what it is.
+mkfifo "$dir/fifo"
+mkdir "$dir/folder"
+for spec in "$dir/fifo:a FIFO" "$dir/folder:a directory" "/dev/null:a character device"; do
+  path=${spec%%:*} kind=${spec#*:}
+  for command in inspect verify export-safetensors export-hdf5 export-onnx import; do
+    case $command in
+      export-safetensors) args=(export "$path" --format safetensors -o "$dir/nr.safetensors") ;;
+      export-hdf5) args=(export "$path" --format hdf5-fp32 -o "$dir/nr.h5") ;;
+      export-onnx) args=(export "$path" --format onnx --model gpt2 -o "$dir/nr.onnx") ;;
+      import) args=(import-safetensors "$path" "$dir/nr.h5") ;;
+      *) args=("$command" "$path") ;;
+    esac
+    set +e
+    timeout 10 "$ckpt" "${args[@]}" > /dev/null 2> "$dir/nr.err"
+    rc=$?
+    set -e
+    [ $rc -ne 124 ] || fail "$command $path blocked"
+    [ $rc -eq 2 ] || fail "$command $path: status $rc"
+    grep -qF "$path: it is $kind" "$dir/nr.err" || fail "$command $path: $(cat "$dir/nr.err")"
+  done
+  echo "ok: $path refused at once as $kind"
+done
+
+# Exports onto a full disk: a 1 MiB tmpfs where mounting is allowed (root), else a file size
+# limit of 1 MiB with SIGXFSZ ignored (writes fail with "File too large"). Each export fails
+# with status 2 and the system's reason, leaves no partial file, keeps an earlier export
+# whole, prints none of HDF5's diagnostics, and does not crash at exit.
+full="$dir/full"
+mkdir "$full"
+limit=()
+if mount -t tmpfs -o size=1m zrt-test-full "$full" 2> /dev/null; then
+  trap 'umount "$full"; rm -rf "$dir"' EXIT
+  reason="No space left on device"
+else
+  reason="File too large"
+  limit=(bash -c 'trap "" XFSZ; ulimit -f 1024; exec "$@"' limit)
+fi
+for format in safetensors hdf5-fp32; do
+  echo "earlier" > "$full/out"
+  set +e
+  timeout 60 "${limit[@]}" "$ckpt" export "$dir/model.h5" --format $format -o "$full/out" \
+    > /dev/null 2> "$dir/full.err"
+  rc=$?
+  set -e
+  cat "$dir/full.err"
+  [ $rc -eq 2 ] || fail "export --format $format onto a full disk: status $rc (139: a crash)"
+  grep -q "$reason" "$dir/full.err" || fail "export --format $format: no '$reason'"
+  if grep -q "HDF5-DIAG" "$dir/full.err"; then fail "export --format $format: HDF5 diagnostics"; fi
+  [ "$(ls -A "$full")" = out ] || fail "export --format $format left $(ls -A "$full")"
+  [ "$(cat "$full/out")" = earlier ] || fail "export --format $format changed the earlier file"
+  echo "ok: export --format $format onto a full disk: $reason, nothing left"
+done
+
 echo "ok: zrt-ckpt inspect, verify, diff, export, import"

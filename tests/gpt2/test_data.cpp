@@ -1,7 +1,10 @@
-// Token files in llm.c's and nanoGPT's formats, with clear errors for broken ones, and the
-// data loader's batches and sharding over ranks.
+// Token files in llm.c's and nanoGPT's formats, with clear errors for broken ones (and for
+// paths that are not regular files, refused without waiting on a FIFO, and writes the disk
+// refuses), and the data loader's batches and sharding over ranks.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../not_regular_files.hpp"
 #include "data/data_loader.hpp"
 #include "data/token_file.hpp"
 #include "data_cache.hpp"
@@ -58,6 +62,49 @@ TEST(TokenFile, BothFormatsRoundTrip) {
   EXPECT_EQ(open_error(dir, "b.bin", TokenFormat::llmc),
             "token file b.bin: bad magic number 65536 in the header (llm.c token files begin "
             "with 20240520)");
+}
+
+TEST(TokenFile, WhatIsNotARegularFileIsRefusedWithoutWaitingNamingWhatItIs) {
+  const ::test::NotRegularFiles paths("tokens");
+  for (const ::test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    std::string error;
+    ASSERT_TRUE(::test::returns_within(
+        [&] {
+          try {
+            TokenFile::open(p.path, TokenFormat::automatic, 50257);
+          } catch (const std::runtime_error &e) {
+            error = e.what();
+          }
+        },
+        paths.fifo()))
+        << "TokenFile::open blocked on " << p.path;
+    EXPECT_NE(error.find("token file " + p.path + ": cannot open: it is " + p.kind),
+              std::string::npos)
+        << error;
+  }
+}
+
+// A write the disk refuses (here ulimit -f, as a full disk would): the system's reason, and
+// no partial file left behind.
+TEST(TokenFile, AWriteTheDiskRefusesSaysWhyAndLeavesNoFile) {
+  ScratchDir dir("zrt_tokens_full");
+  rlimit before{};
+  getrlimit(RLIMIT_FSIZE, &before);
+  auto handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit small = before;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    write_token_file(dir / "big.bin", iota_tokens(100000), TokenFormat::llmc);
+  } catch (const std::runtime_error &e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_NE(error.find("cannot write: File too large"), std::string::npos) << error;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "a partial file was left";
 }
 
 TEST(TokenFile, BrokenFilesSayWhatIsWrong) {

@@ -164,8 +164,8 @@ std::string load_error(const std::string &encoder, const std::string &merges) {
 
 TEST(TokenizerFiles, BrokenFilesSayWhatIsWrong) {
   EXPECT_EQ(load_error("", "#version: 0.2\n"),
-            "tokenizer file encoder.json: cannot be opened (run apps/data/prepare to fetch "
-            "GPT-2's tokenizer)");
+            "tokenizer file encoder.json: cannot be opened: No such file or directory (run "
+            "apps/data/prepare to fetch GPT-2's tokenizer)");
   EXPECT_EQ(load_error("{\"a\": 0,", "#version: 0.2\n").substr(0, 50),
             "tokenizer file encoder.json: not valid JSON: [json");
   EXPECT_EQ(load_error("[1, 2]", "#version: 0.2\n"),

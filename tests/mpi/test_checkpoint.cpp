@@ -1,6 +1,7 @@
 // Checkpoints: saved at every (world size, stage), loaded at every (world size, stage),
 // bitwise; resume equality in deterministic mode; damaged files; keep_last; weights-only
-// files; metadata. World sizes smaller than the job run on sub-communicators.
+// files; metadata; paths that are not regular files; names that are paths. World sizes
+// smaller than the job run on sub-communicators.
 #include <fcntl.h>
 #include <hdf5.h>
 #include <sys/mman.h>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mpi_fixture.hpp"
+#include "not_regular_files.hpp"
 #include "values.hpp"
 
 namespace {
@@ -759,4 +761,110 @@ TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
   }
   CHECK_OK(zrt_engine_step(m.engine, &r));
   EXPECT_EQ(r.step, 2);
+}
+
+TEST(Checkpoint, PathsThatAreNotRegularFilesAreRefusedWithoutWaiting) {
+  // Each rank its own FIFO and folder (the pid in their names): open and describe are local.
+  const test::NotRegularFiles paths("ckpt");
+  for (const test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    const std::string want = "cannot open checkpoint " + p.path + ": it is " + p.kind;
+    zrt_status_t open_status = ZRT_SUCCESS, describe_status = ZRT_SUCCESS;
+    std::string open_error, describe_error;  // the last error is the calling thread's
+    ASSERT_TRUE(test::returns_within(
+        [&] {
+          zrt_checkpoint_h c = nullptr;
+          open_status = zrt_checkpoint_open(p.path.c_str(), &c);
+          open_error = zrt_last_error_message();
+          if (open_status == ZRT_SUCCESS) zrt_checkpoint_close(c);
+          size_t n = 0;
+          describe_status = zrt_checkpoint_describe(p.path.c_str(), nullptr, 0, &n);
+          describe_error = zrt_last_error_message();
+        },
+        paths.fifo()))
+        << "zrt_checkpoint_open or zrt_checkpoint_describe blocked on " << p.path;
+    EXPECT_EQ(open_status, ZRT_ERR_IO);
+    EXPECT_NE(open_error.find("zrt_checkpoint_open: " + want), std::string::npos) << open_error;
+    EXPECT_EQ(describe_status, ZRT_ERR_IO);
+    EXPECT_NE(describe_error.find("zrt_checkpoint_describe: " + want), std::string::npos)
+        << describe_error;
+  }
+  // A load agrees on the path: rank 0's FIFO, named on every rank.
+  const std::string fifo = shared_dir() + "/load.fifo";
+  if (test::rank() == 0) {
+    EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    Model m(test::size(), 2);
+    EXPECT_EQ(zrt_checkpoint_load(m.engine, fifo.c_str()), ZRT_ERR_IO);
+    mentions("cannot open checkpoint " + fifo + ": it is a FIFO (named pipe), not a regular file");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(fifo.c_str());
+}
+
+TEST(Checkpoint, DottedAndNestedNamesSaveAndLoad) {
+  const std::string path = shared_dir() + "/names.h5";
+  const std::vector<std::string> names = {"h.0.attn.c_attn.weight", "a/b", "a/c", "a/d/e", "..x"};
+  const auto engine = [&](zrt_context_h ctx, std::vector<zrt_param_h> &params) {
+    zrt_engine_params_t p = {};
+    p.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE;
+    p.stage = 2;
+    zrt_engine_h e = nullptr;
+    EXPECT_EQ(zrt_engine_create(ctx, &p, &e), ZRT_SUCCESS) << test::last_error();
+    for (const std::string &n : names) {
+      const int64_t shape = 10;
+      zrt_param_h h = nullptr;
+      EXPECT_EQ(zrt_param_register(e, n.c_str(), ZRT_DTYPE_FP32, 1, &shape, &h), ZRT_SUCCESS)
+          << n << ": " << test::last_error();
+      params.push_back(h);
+    }
+    EXPECT_EQ(zrt_engine_commit(e), ZRT_SUCCESS) << test::last_error();
+    return e;
+  };
+  std::vector<zrt_param_h> saved, loaded;
+  zrt_engine_h a = engine(test::context(), saved);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    std::vector<float> v(10, static_cast<float>(i) + 0.5f);
+    CHECK_OK(zrt_param_set(a, saved[i], v.data(), ZRT_DTYPE_FP32));
+  }
+  EXPECT_EQ(zrt_checkpoint_save(a, path.c_str(), nullptr), ZRT_SUCCESS) << test::last_error();
+  zrt_engine_h b = engine(test::context(), loaded);
+  EXPECT_EQ(zrt_checkpoint_load(b, path.c_str()), ZRT_SUCCESS) << test::last_error();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    std::vector<float> v(10);
+    CHECK_OK(zrt_param_get(b, loaded[i], v.data(), ZRT_DTYPE_FP32));
+    EXPECT_EQ(v, std::vector<float>(10, static_cast<float>(i) + 0.5f)) << names[i];
+  }
+  // The file holds them under the names registered.
+  std::map<std::string, std::vector<float>> all = read_all(path);
+  for (const std::string &n : names)
+    EXPECT_EQ(all.count("params/" + n), 1u) << n;
+  zrt_engine_destroy(b);
+  zrt_engine_destroy(a);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(Checkpoint, WeightsOnlyFilesRefuseNamesThatCollide) {
+  if (test::rank() != 0) return;
+  const std::string path = fmt::format("{}/collide_{}.h5", ::testing::TempDir(), getpid());
+  zrt_checkpoint_h c = nullptr;
+  CHECK_OK(zrt_checkpoint_create(path.c_str(), nullptr, &c));
+  const int64_t shape = 2;
+  const float v[2] = {1, 2};
+  CHECK_OK(zrt_checkpoint_write(c, "a/b", 1, &shape, v));
+  EXPECT_EQ(zrt_checkpoint_write(c, "a", 1, &shape, v), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("tensor 'a' would be a tensor where 'a/b' (the tensor written before) needs a group");
+  EXPECT_EQ(zrt_checkpoint_write(c, "a/b/c", 1, &shape, v), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("tensor 'a/b/c' would be stored inside 'a/b', which is a tensor");
+  EXPECT_EQ(zrt_checkpoint_write(c, "/a/b", 1, &shape, v), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("tensor '/a/b' would be stored in a checkpoint as 'a/b'");
+  EXPECT_EQ(zrt_checkpoint_write(c, "a/b", 1, &shape, v), ZRT_ERR_INVALID_ARGUMENT);
+  mentions("'a/b' was already written");
+  CHECK_OK(zrt_checkpoint_write(c, "a/c", 1, &shape, v));
+  CHECK_OK(zrt_checkpoint_close(c));
+  std::map<std::string, std::vector<float>> all = read_all(path);
+  EXPECT_EQ(all.size(), 2u);
+  std::remove(path.c_str());
 }

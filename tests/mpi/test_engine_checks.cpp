@@ -368,6 +368,51 @@ TEST(EngineErrors, RegistrationsThatDifferAcrossRanksAreCaughtAtCommit) {
   mentions("rank 1: parameter #1 ('layer.weight') differs from rank 0's");
 }
 
+// A parameter NAME is the checkpoint's dataset /params/NAME: a path, in which HDF5 drops
+// empty and "." components, and where a tensor cannot also be a group.
+TEST(EngineErrors, NamesThatWouldCollideInACheckpointAreRefusedAtRegisterNamingBoth) {
+  zrt_engine_params_t p = basic(2, ZRT_DTYPE_FP32);
+  Engine e;
+  CHECK_OK(zrt_engine_create(test::context(), &p, &e.e));
+  int64_t shape = 3;
+  zrt_param_h h = nullptr;
+  const auto refused = [&](const char *name, const std::string &why) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(zrt_param_register(e.e, name, ZRT_DTYPE_FP32, 1, &shape, &h),
+              ZRT_ERR_INVALID_ARGUMENT);
+    mentions(why);
+  };
+  for (const char *name : {"a", "x/y", "lead", "p/q/r", "h.0.attn.c_attn.weight", "n/b", "n/c"})
+    CHECK_OK(zrt_param_register(e.e, name, ZRT_DTYPE_FP32, 1, &shape, &h)) << name;
+  refused("a/b",
+          "parameter 'a/b' would be stored inside 'a', which is a tensor (the parameter "
+          "'a' registered before)");
+  refused("p/q/r/s", "parameter 'p/q/r/s' would be stored inside 'p/q/r', which is a tensor");
+  refused("x",
+          "parameter 'x' would be a tensor where 'x/y' (the parameter registered before) "
+          "needs a group");
+  refused("p/q", "parameter 'p/q' would be a tensor where 'p/q/r'");
+  refused("/lead",
+          "parameter '/lead' would be stored in a checkpoint as 'lead', the parameter "
+          "'lead' registered before (HDF5 drops its leading '/')");
+  refused("./a", "parameter './a' would be stored in a checkpoint as 'a', the parameter 'a'");
+  refused(".",
+          "parameter '.' cannot be stored in a checkpoint: HDF5 drops its '.' component, "
+          "which leaves no name");
+  refused("/", "parameter '/' cannot be stored in a checkpoint");
+  refused("m//n",
+          "parameter 'm//n' cannot be stored in a checkpoint under its name: HDF5 drops "
+          "the empty component of its '//' and would store it as 'm/n'");
+  refused("t/", "HDF5 drops its trailing '/' and would store it as 't'");
+  refused("/v", "HDF5 drops its leading '/' and would store it as 'v'");
+  refused("u/./w", "HDF5 drops its '.' component and would store it as 'u/w'");
+  // Refused names leave nothing behind: the engine commits what was accepted.
+  CHECK_OK(zrt_engine_commit(e.e));
+  int count = 0;
+  CHECK_OK(zrt_engine_param_count(e.e, &count));
+  EXPECT_EQ(count, 7);
+}
+
 TEST(EngineErrors, Stage3NeedsGatherBeforeUse) {
   zrt_engine_params_t p = basic(3, ZRT_DTYPE_FP32);
   Engine e;

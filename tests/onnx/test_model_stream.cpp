@@ -1,6 +1,8 @@
 // The exports' streaming pieces against what they replace, which shares no code with them:
 // serialize_streamed against protobuf's own SerializeAsString of the model with every
-// raw_data filled in, and transposed_blocks against transposed().
+// raw_data filled in, and transposed_blocks against transposed(); and a model that cannot
+// be written, named with the system's reason.
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -12,6 +14,7 @@
 
 #include "hf_names.hpp"
 #include "model_stream.hpp"
+#include "onnx_graph.hpp"
 #include "tensor_blocks.hpp"
 
 namespace {
@@ -73,7 +76,10 @@ std::string streamed(const Sample &s, size_t block, long extra = 0) {
                          if (extra > 0) sink(r.data(), static_cast<size_t>(extra));
                        }});
   std::ostringstream out;
-  zonnx::serialize_streamed(s.model, tensors, out);
+  {
+    google::protobuf::io::OstreamOutputStream stream(&out);  // flushed when it goes
+    zonnx::serialize_streamed(s.model, tensors, stream);
+  }
   return out.str();
 }
 
@@ -89,6 +95,26 @@ TEST(ModelStream, WritesTheBytesProtobufWritesForTheWholeModel) {
 TEST(ModelStream, RefusesRawDataOfAnotherSizeThanAnnounced) {
   const Sample s = sample(40);
   EXPECT_THROW(streamed(s, 40, 4), std::runtime_error);
+}
+
+// A model written where every write fails (/dev/full: "No space left on device", as a full
+// disk): the message carries the system's reason, not only that a stream failed.
+TEST(OnnxGraph, AModelThatCannotBeWrittenSaysWhyInTheSystemsWords) {
+  for (const bool large : {false, true}) {  // within protobuf's buffer, and streamed past it
+    zonnx::OnnxGraph graph("g", "/dev/full", "");
+    const size_t count = large ? 1 << 20 : 4;
+    graph.weight("w", {static_cast<int64_t>(count)}, [count](const weights::BlockSink &sink) {
+      const std::vector<float> v(count, 1.0f);
+      sink(v.data(), v.size());
+    });
+    std::string error;
+    try {
+      graph.write("/dev/full");
+    } catch (const std::runtime_error &e) {
+      error = e.what();
+    }
+    EXPECT_EQ(error, "/dev/full: cannot write: No space left on device") << large;
+  }
 }
 
 TEST(TensorBlocks, TransposedBlocksPassWhatTransposedReturns) {

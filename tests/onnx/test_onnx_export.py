@@ -11,12 +11,14 @@ zrt-bert's forward passes compute on a batch of real tokens.
 - compare_logits.js in onnxruntime-node: max |difference| <= 1e-4, the same argmax;
 - BERT: a batch with padding; the pooled output within 1e-4, the MLM (at every real token)
   and NSP probabilities within 1e-5 of zrt-bert's, the same MLM argmax;
-- bad input: a checkpoint without the model's shape, an output folder that does not exist:
-  exit status 2, the culprit named, no file left behind.
+- bad input: a checkpoint without the model's shape, an output folder that does not exist,
+  a full disk (the system's reason): exit status 2, the culprit named, no file left behind.
 """
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,6 +143,32 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", out])
     check(r.returncode == 2 and "missing/m.onnx" in r.stderr and not os.listdir(tmp).count("missing"),
           f"an output folder that does not exist: refused, naming it ({r.stderr.strip()})")
+
+    # A full disk: a 1 MiB tmpfs where mounting is allowed (root), else a file size limit of
+    # 1 MiB with SIGXFSZ ignored (writes fail with "File too large").
+    full = os.path.join(tmp, "full")
+    os.makedirs(full)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "zrt-test-full", full],
+                             capture_output=True).returncode == 0
+    reason = "No space left on device" if mounted else "File too large"
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE,
+                           (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    try:
+        for variant, extra in (("inline", []), ("external", ["--external-data"])):
+            out = os.path.join(full, f"{variant}.onnx")
+            r = subprocess.run([ckpt_tool, "export", ckpt, "--format", "onnx", "-o", out] + extra,
+                               capture_output=True, text=True, timeout=300, env=env,
+                               preexec_fn=None if mounted else limited)
+            check(r.returncode == 2 and reason in r.stderr and not os.listdir(full),
+                  f"{variant}: onto a full disk: status 2, '{reason}', no file left "
+                  f"({r.returncode}: {r.stderr.strip()[-300:]}; left {os.listdir(full)})")
+    finally:
+        if mounted:
+            subprocess.run(["umount", full])
 
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "not_regular_files.hpp"
 #include "runtime/config.hpp"
 #include "runtime/error.hpp"
 
@@ -404,5 +405,27 @@ TEST(ConfigDeepSpeed, NoKeyOnceIgnoredIsLeftWithoutAUse) {
         EXPECT_TRUE(k.engine) << k.name;
       }
     EXPECT_GT(keys, 0) << name << " is no key";
+  }
+}
+
+TEST(Config, AConfigurationFileThatIsNotARegularFileIsRefusedWithoutWaiting) {
+  test::NotRegularFiles paths("config");
+  const ConfigSchema &schema = ConfigSchema::library();
+  for (const test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    const std::string variable = "ZRT_CONFIG=" + p.path;
+    std::vector<char> entry(variable.begin(), variable.end());
+    entry.push_back('\0');
+    char *env[] = {entry.data(), nullptr};
+    zrt_status_t status = ZRT_SUCCESS;
+    std::string message;
+    ASSERT_TRUE(test::returns_within(
+        [&] { message = error_of([&] { Config::resolve(schema, "", {}, env); }, &status); },
+        paths.fifo()))
+        << "ZRT_CONFIG=" << p.path << " blocked";
+    EXPECT_EQ(status, ZRT_ERR_CONFIG);
+    EXPECT_NE(message.find("cannot open configuration file " + p.path + ": it is " + p.kind),
+              std::string::npos)
+        << message;
   }
 }

@@ -11,8 +11,9 @@ For zrt-gpt2 (a d1 trained at stage 3 on 2 ranks) and zrt-bert (bert-tiny):
   checkpoint itself, and not those of a fresh one;
 - zrt-ckpt export --names hf writes the tensors the script wrote, and import-safetensors
   --names hf reads them back bitwise (zrt-ckpt diff exit 0);
-- bad input: another model's file, another configuration, a missing file, --resume with
-  --init-from: status 1 (or CLI11's 108), the culprit named, nothing trained.
+- bad input: another model's file, another configuration, a missing file, a FIFO (refused
+  at once), --resume with --init-from: status 1 (or CLI11's 108), the culprit named,
+  nothing trained.
 """
 import array
 import json
@@ -126,10 +127,15 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{kind}: the script's file imports, its buffers skipped ({r.stdout.strip()})")
 
     # Bad input.
-    def refused(kind, args, words, what, status=1):
+    def refused(kind, args, words, what, status=1, timeout=300):
         m = MODELS[kind]
-        r = run([os.path.join(apps, m["program"])] + m["shape"] + ["--data", m["data"],
-                                                                   "--steps", "1"] + args)
+        try:
+            r = run([os.path.join(apps, m["program"])] + m["shape"] + ["--data", m["data"],
+                                                                       "--steps", "1"] + args,
+                    timeout=timeout)
+        except subprocess.TimeoutExpired:
+            check(False, f"{what}: still running after {timeout} s")
+            return
         check(r.returncode == status and words in r.stderr,
               f"{what}: status {status} and '{words}' (got {r.returncode}: {r.stderr.strip()[-300:]})")
         check("step 1/" not in r.stdout, f"{what}: nothing trained")
@@ -144,8 +150,13 @@ with tempfile.TemporaryDirectory() as tmp:
           "transformer.h.0.attn.c_attn.bias is [192], the model's h0.attn.qkv.bias needs [384]"
           in r.stderr,
           f"d1's weights into d2: the shapes named ({r.stderr.strip()[-300:]})")
-    refused("gpt2", ["--init-from", os.path.join(tmp, "none.safetensors")], "none.safetensors: no such file",
-            "a missing file")
+    refused("gpt2", ["--init-from", os.path.join(tmp, "none.safetensors")],
+            "none.safetensors: cannot open: No such file or directory", "a missing file")
+    fifo = os.path.join(tmp, "weights.fifo")
+    os.mkfifo(fifo)  # opening one for reading waits for a writer: refused before that
+    refused("gpt2", ["--init-from", fifo],
+            f"{fifo}: cannot open: it is a FIFO (named pipe), not a regular file",
+            "a FIFO", timeout=60)
     refused("gpt2", ["--init-from", files["gpt2"], "--resume", files["gpt2"]], "excludes",
             "--init-from with --resume", status=108)
     r = run([ckpt_tool, "export", os.path.join(tmp, "gpt2.h5"), "--format", "safetensors",

@@ -9,9 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <utility>
+
+#include "files/output_file.hpp"
+#include "files/regular_file.hpp"
 
 namespace bert {
 namespace {
@@ -85,12 +87,15 @@ void write_example_file(const std::filesystem::path &path, const ExampleCorpus &
 
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, fmt::format("cannot create: {}", std::strerror(errno)));
-    out.write(reinterpret_cast<const char *>(&h), sizeof(h));
-    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-    if (!out.flush()) fail(tmp, "write failed");
+  try {
+    files::OutputFile out(tmp);
+    out.write(&h, sizeof(h));
+    out.write(payload.data(), payload.size());
+    out.close();
+  } catch (const files::Error &e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
+    fail(tmp, e.reason());
   }
   std::filesystem::rename(tmp, path);
 }
@@ -103,15 +108,19 @@ ExampleFile ExampleFile::open(const std::filesystem::path &path, int32_t vocab_s
                               uint64_t vocab_checksum) {
   ExampleFile f;
   f.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  int fd = -1;
+  try {
+    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
+  } catch (const files::Error &e) {
     fail(path, fmt::format("cannot open: {} (apps/data/prepare --model bert writes "
                            "train.bin and val.bin)",
-                           std::strerror(errno)));
+                           e.reason()));
+  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    fail(path, "not a regular file");
+    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes > 0) {

@@ -3,11 +3,9 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "files/regular_file.hpp"
 
 namespace bert {
 namespace {
@@ -24,14 +22,14 @@ std::string quoted(const std::string &token) {
 }  // namespace
 
 Vocabulary Vocabulary::load(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::string text;
+  try {
+    text = files::read_regular(path);
+  } catch (const files::Error &e) {
     fail(path.string(), fmt::format("cannot be opened: {} (apps/data/prepare --model bert "
                                     "writes BERT's vocabulary as tokenizer/bert-vocab.txt)",
-                                    std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string text = s.str();
+                                    e.reason()));
+  }
   if (text.empty()) fail(path.string(), "is empty");
   if (text[0] == '{' || text.starts_with("[\""))
     fail(path.string(),

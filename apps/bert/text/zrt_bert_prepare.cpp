@@ -13,15 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "files/regular_file.hpp"
 #include "text/example_file.hpp"
 #include "text/sentence_splitter.hpp"
 #include "text/wordpiece.hpp"
@@ -29,11 +26,11 @@
 namespace {
 
 std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return files::read_regular(path);
+  } catch (const files::Error &e) {
+    throw std::runtime_error(fmt::format("{}: cannot open: {}", path, e.reason()));
+  }
 }
 
 int examples(const bert::WordPieceTokenizer &tok, const std::string &out_dir, double val_fraction,

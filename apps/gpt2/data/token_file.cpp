@@ -1,6 +1,8 @@
 #include "token_file.hpp"
 
 #include "data/data_location.hpp"
+#include "files/output_file.hpp"
+#include "files/regular_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -10,7 +12,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -66,15 +67,19 @@ bool looks_like_text(const unsigned char *base, size_t bytes) {
 TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format, int vocab_size) {
   TokenFile f;
   f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  int fd = -1;
+  try {
+    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
+  } catch (const files::Error &e) {
     fail(path, fmt::format("cannot open: {} (run {}, or pass --data DIR with "
                            "train.bin and val.bin)",
-                           std::strerror(errno), prepare_command()));
+                           e.reason(), prepare_command()));
+  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    fail(path, "not a regular file");
+    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes > 0) {
@@ -182,19 +187,21 @@ void write_token_file(const std::filesystem::path &path, std::span<const uint16_
     fail(path, fmt::format("{} tokens do not fit llm.c's int32 count", tokens.size()));
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, "cannot create");
+  try {
+    files::OutputFile out(tmp);
     if (format == TokenFormat::llmc) {
       int32_t header[TokenFile::kHeaderInts] = {};
       header[0] = TokenFile::kMagic;
       header[1] = 1;
       header[2] = static_cast<int32_t>(tokens.size());
-      out.write(reinterpret_cast<const char *>(header), sizeof(header));
+      out.write(header, sizeof(header));
     }
-    out.write(reinterpret_cast<const char *>(tokens.data()),
-              static_cast<std::streamsize>(tokens.size_bytes()));
-    if (!out.flush()) fail(tmp, "write failed");
+    out.write(tokens.data(), tokens.size_bytes());
+    out.close();
+  } catch (const files::Error &e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
+    fail(tmp, e.reason());
   }
   std::filesystem::rename(tmp, path);
 }

@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <climits>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "data/data_location.hpp"
+#include "files/regular_file.hpp"
 #include "pretokenize.hpp"
 
 namespace gpt2 {
@@ -20,13 +20,12 @@ namespace {
 }
 
 std::string read_file(const std::filesystem::path &file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    fail(file,
-         fmt::format("cannot be opened (run {} to fetch GPT-2's tokenizer)", prepare_command()));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return files::read_regular(file);
+  } catch (const files::Error &e) {
+    fail(file, fmt::format("cannot be opened: {} (run {} to fetch GPT-2's tokenizer)", e.reason(),
+                           prepare_command()));
+  }
 }
 
 void append_utf8(std::string &out, char32_t cp) {

@@ -199,7 +199,11 @@ ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
 
 /**
  * @brief Register a parameter tensor before zrt_engine_commit.
- * @param name  unique within the engine; checkpoints use it
+ * @param name  unique within the engine; checkpoints store it as the dataset /params/NAME, a
+ *              path ('/' makes groups), so a name that would be stored inside another
+ *              parameter or where another needs a group ("a" with "a/b"), or that has a
+ *              component HDF5 drops (".", "/a", "a//b", "a/"), is ZRT_ERR_INVALID_ARGUMENT,
+ *              naming both where there are two
  * @param dtype must equal the engine's compute dtype
  * @param ndim  1..8
  * @param shape ndim positive extents

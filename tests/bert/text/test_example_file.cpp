@@ -1,5 +1,6 @@
 // BERT's example files: what is written is read back, and every damaged or foreign file
-// is refused with its name and the reason (a GPT-2 token file by what it is).
+// is refused with its name and the reason (a GPT-2 token file by what it is; a FIFO, a
+// folder or a device, without waiting on the FIFO).
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../not_regular_files.hpp"
 #include "bert_test_support.hpp"
 #include "data/token_file.hpp"
 #include "text/example_file.hpp"
@@ -69,6 +71,20 @@ TEST_F(ExampleFileTest, WhatIsWrittenIsReadBack) {
 
 TEST_F(ExampleFileTest, AMissingFileIsRefused) {
   EXPECT_NE(open_error(dir_ / "none.bin").find("cannot open"), std::string::npos);
+}
+
+TEST_F(ExampleFileTest, WhatIsNotARegularFileIsRefusedWithoutWaitingNamingWhatItIs) {
+  const ::test::NotRegularFiles paths("examples");
+  for (const ::test::NotRegular &p : paths.all()) {
+    SCOPED_TRACE(p.path);
+    std::string m;
+    ASSERT_TRUE(::test::returns_within(
+        [&] { m = error_of([&] { ExampleFile::open(p.path, vocab_); }); }, paths.fifo()))
+        << "ExampleFile::open blocked on " << p.path;
+    EXPECT_NE(m.find("BERT example file " + p.path + ": cannot open: it is " + p.kind),
+              std::string::npos)
+        << m;
+  }
 }
 
 TEST_F(ExampleFileTest, ATruncatedFileIsRefused) {
