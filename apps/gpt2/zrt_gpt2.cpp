@@ -205,16 +205,9 @@ training::TrainerSettings trainer_settings(const Cli &c, const CLI::App &app) {
   s.program = "zrt-gpt2";
   c.engine.fill(s, app);
   s.lr = {t.lr.max_lr, c.lr.has_value()};
-  s.beta1 = {t.optimizer.beta1, given("--beta1")};
-  s.beta2 = {t.optimizer.beta2, given("--beta2")};
-  s.eps = {t.optimizer.eps, given("--eps")};
-  s.weight_decay = {t.optimizer.weight_decay, given("--weight-decay")};
-  s.grad_clip = {t.optimizer.grad_clip, given("--grad-clip")};
-  s.accumulation = {t.optimizer.accumulation_steps, given("--grad-accum")};
-  s.batch = {t.batch, given("--batch")};
+  training::EngineCli::fill_training(s, t.optimizer, t.batch, t.steps, app);
   s.global_batch = c.global_batch;
   s.hidden = t.config.channels;
-  s.steps = {t.steps, given("--steps")};
   s.warmup = t.lr.warmup_steps;
   for (const char *option : {"--warmup", "--min-lr-frac"})
     if (given(option)) s.schedule_options.push_back(option);

@@ -70,6 +70,21 @@ struct EngineCli {
     t.bucket_mb = bucket_mb;
   }
 
+  /// The optimizer's values, the batch and the steps both trainers take into @p t, each
+  /// with whether @p app's command line gave it.
+  static void fill_training(TrainerSettings &t, const OptimizerConfig &o, int batch, int64_t steps,
+                            const CLI::App &app) {
+    auto given = [&](const char *option) { return app.count(option) > 0; };
+    t.beta1 = {o.beta1, given("--beta1")};
+    t.beta2 = {o.beta2, given("--beta2")};
+    t.eps = {o.eps, given("--eps")};
+    t.weight_decay = {o.weight_decay, given("--weight-decay")};
+    t.grad_clip = {o.grad_clip, given("--grad-clip")};
+    t.accumulation = {o.accumulation_steps, given("--grad-accum")};
+    t.batch = {batch, given("--batch")};
+    t.steps = {steps, given("--steps")};
+  }
+
   /// Before zrt_init: the emulated device is a setting of the context
   /// (memory.device.emulate).
   void before_context() const {

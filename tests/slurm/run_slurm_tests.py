@@ -132,6 +132,24 @@ def read(path):
     return open(path, errors="replace").read() if os.path.exists(path) else ""
 
 
+def task_process(job, procid):
+    """The pid of zrt-gpt2's task `procid` of a running job (the process whose environment
+    names the job and the task), or None."""
+    found = None
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
+                f"SLURM_PROCID={procid}".encode() in environ):
+            found = int(pid)
+    return found
+
+
 gpt2_args = ["--model", "d1", "--seq", "32", "--batch", "2", "--eval-batches", "1",
              "--sample-every", "-1"]
 bert_args = ["--model", "bert-tiny", "--seq", "32", "--batch", "4", "--eval-batches", "1"]
@@ -371,18 +389,7 @@ with tempfile.TemporaryDirectory() as tmp:
             while job and time.time() < deadline and not re.search(rf"^step +{at_step}/", read(log),
                                                                    re.M):
                 time.sleep(0.2)
-            victim = None
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-                    cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-                except OSError:
-                    continue
-                if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
-                        b"SLURM_PROCID=1" in environ):
-                    victim = int(pid)
+            victim = task_process(job, 1)
             check(victim is not None, "found task 1's process")
             if victim:
                 os.kill(victim, 19)  # SIGSTOP
@@ -431,19 +438,7 @@ with tempfile.TemporaryDirectory() as tmp:
         deadline = time.time() + 120
         while job and time.time() < deadline and not re.search(r"^step +3/", read(log), re.M):
             time.sleep(0.2)
-        # Task 1's process: the one whose environment says SLURM_PROCID=1 for this job.
-        victim = None
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            except OSError:
-                continue
-            if (b"zrt-gpt2" in cmd and f"SLURM_JOB_ID={job}".encode() in environ and
-                    b"SLURM_PROCID=1" in environ):
-                victim = int(pid)
+        victim = task_process(job, 1)
         check(victim is not None, "found task 1's process")
         killed_at = time.time()
         if victim:
