@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace files {
@@ -34,6 +35,23 @@ void OutputFile::close() {
   fd_ = -1;
   if (fd >= 0 && ::close(fd) != 0)
     throw Error(path_, fmt::format("cannot write: {}", std::strerror(errno)));
+}
+
+void write_replacing(const std::filesystem::path &path,
+                     const std::function<void(OutputFile &)> &write) {
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp{}", ::getpid());
+  try {
+    OutputFile out(tmp);
+    write(out);
+    out.close();
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(tmp, fmt::format("cannot rename to {}: {}", path.string(), std::strerror(errno)));
+  } catch (const Error &) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
+    throw;
+  }
 }
 
 }  // namespace files

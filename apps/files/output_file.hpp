@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 
 #include "files/regular_file.hpp"
 
@@ -33,5 +34,12 @@ class OutputFile {
   std::filesystem::path path_;
   int fd_ = -1;
 };
+
+/// Writes @p path whole or not at all: @p write fills a temporary file beside it
+/// (PATH.tmpPID) through the OutputFile it is given, which replaces @p path once every byte
+/// went out and it closed. On an Error (a full disk, a quota, a size limit) the temporary
+/// file is removed and the Error rethrown, naming it.
+void write_replacing(const std::filesystem::path &path,
+                     const std::function<void(OutputFile &)> &write);
 
 }  // namespace files

@@ -85,19 +85,14 @@ void write_example_file(const std::filesystem::path &path, const ExampleCorpus &
   h.tokens = t1 - t0;
   h.payload_checksum = XXH3_64bits(payload.data(), payload.size());
 
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
   try {
-    files::OutputFile out(tmp);
-    out.write(&h, sizeof(h));
-    out.write(payload.data(), payload.size());
-    out.close();
+    files::write_replacing(path, [&](files::OutputFile &out) {
+      out.write(&h, sizeof(h));
+      out.write(payload.data(), payload.size());
+    });
   } catch (const files::Error &e) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
-    fail(tmp, e.reason());
+    fail(path, e.reason());
   }
-  std::filesystem::rename(tmp, path);
 }
 
 ExampleFile ExampleFile::open(const std::filesystem::path &path, const Vocabulary &vocab) {

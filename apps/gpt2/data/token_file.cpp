@@ -185,25 +185,20 @@ void write_token_file(const std::filesystem::path &path, std::span<const uint16_
     throw std::invalid_argument("write_token_file: choose llmc or raw");
   if (format == TokenFormat::llmc && tokens.size() > static_cast<size_t>(INT32_MAX))
     fail(path, fmt::format("{} tokens do not fit llm.c's int32 count", tokens.size()));
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
   try {
-    files::OutputFile out(tmp);
-    if (format == TokenFormat::llmc) {
-      int32_t header[TokenFile::kHeaderInts] = {};
-      header[0] = TokenFile::kMagic;
-      header[1] = 1;
-      header[2] = static_cast<int32_t>(tokens.size());
-      out.write(header, sizeof(header));
-    }
-    out.write(tokens.data(), tokens.size_bytes());
-    out.close();
+    files::write_replacing(path, [&](files::OutputFile &out) {
+      if (format == TokenFormat::llmc) {
+        int32_t header[TokenFile::kHeaderInts] = {};
+        header[0] = TokenFile::kMagic;
+        header[1] = 1;
+        header[2] = static_cast<int32_t>(tokens.size());
+        out.write(header, sizeof(header));
+      }
+      out.write(tokens.data(), tokens.size_bytes());
+    });
   } catch (const files::Error &e) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);  // a full disk leaves no partial file
-    fail(tmp, e.reason());
+    fail(path, e.reason());
   }
-  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace gpt2
