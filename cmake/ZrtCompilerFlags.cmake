@@ -61,7 +61,9 @@ option(ZRT_PRECOMPILE_HEADERS "precompile the large third-party headers per targ
 # zrt_precompile_headers(target [MPI] [JSON] [CLI] [GTEST] [KOKKOS]): fmt and a few standard
 # headers always, the others where the target uses them.
 function(zrt_precompile_headers target)
-  if(NOT ZRT_PRECOMPILE_HEADERS)
+  # In a Kokkos CUDA build, Kokkos' launcher hands a target's files to nvcc_wrapper, which
+  # cannot read GCC's precompiled headers.
+  if(NOT ZRT_PRECOMPILE_HEADERS OR ZRT_KOKKOS_CUDA)
     return()
   endif()
   cmake_parse_arguments(P "MPI;JSON;CLI;GTEST;KOKKOS" "" "" ${ARGN})
@@ -94,7 +96,7 @@ endfunction()
 # programs); each file keeps its own line information.
 option(ZRT_UNITY_BUILD "compile the large executables' files in batches" ON)
 function(zrt_unity_build target)
-  if(ZRT_UNITY_BUILD)
+  if(ZRT_UNITY_BUILD AND NOT ZRT_KOKKOS_CUDA)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
 endfunction()

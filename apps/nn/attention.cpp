@@ -14,9 +14,6 @@ using Policy2 = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>;
 KOKKOS_INLINE_FUNCTION int64_t head_offset(const AttentionShape &s, int which, int b, int h) {
   return ((int64_t(which) * s.B + b) * s.NH + h) * s.T * s.hs;  // (3, B, NH, T, hs)
 }
-KOKKOS_INLINE_FUNCTION int64_t scores_offset(const AttentionShape &s, int b, int h) {
-  return (int64_t(b) * s.NH + h) * s.T * s.T;  // (B, NH, T, T)
-}
 
 // Where head chunk c (hs contiguous elements from column c * hs) of row r of the
 // row-major input starts in head-major (n, B, NH, T, hs) order: rows (B*T, n*C) when
@@ -77,12 +74,12 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
   const T scale = T(1) / std::sqrt(T(s.hs));
   to_heads<T>(qkvp, qkv, s, s.layout);
   T *p = qkvp.data();
-  for (int b = 0; b < s.B; ++b)
-    for (int h = 0; h < s.NH; ++h) {
-      auto scores = as_mat(att.data() + scores_offset(s, b, h), s.T, s.T);
-      gemm<T>("N", "T", scale, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs),
-              as_mat<const T>(p + head_offset(s, 1, b, h), s.T, s.hs), T(0), scores);
-    }
+  // Every head's product at once (heads and their score matrices are evenly strided):
+  // scores (T, T) = scale q k^T.
+  const int heads = s.B * s.NH;
+  const int64_t hstride = int64_t(s.T) * s.hs, sstride = int64_t(s.T) * s.T;
+  gemm_strided_batched<T>("N", "T", s.T, s.T, s.hs, scale, p + head_offset(s, 0, 0, 0), hstride,
+                          p + head_offset(s, 1, 0, 0), hstride, T(0), att.data(), sstride, heads);
   // Softmax of each row (b, h, t) over the keys it attends to (t2 <= t with the causal
   // mask, t2 < lengths(b) with padding); zero for the others.
   const int T_ = s.T;
@@ -111,11 +108,9 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
                              [&](int t2) { a[t2] = t2 < keys ? a[t2] * inv : T(0); });
       });
-  for (int b = 0; b < s.B; ++b)
-    for (int h = 0; h < s.NH; ++h)
-      gemm<T>("N", "N", T(1), as_mat<const T>(att.data() + scores_offset(s, b, h), s.T, s.T),
-              as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
-              as_mat(yp.data() + head_offset(s, 0, b, h), s.T, s.hs));
+  // y (T, hs) = att v
+  gemm_strided_batched<T>("N", "N", s.T, s.hs, s.T, T(1), att.data(), sstride,
+                          p + head_offset(s, 2, 0, 0), hstride, T(0), yp.data(), hstride, heads);
   to_rows<T>(out, yp, s, QkvLayout::interleaved);
 }
 
@@ -125,16 +120,14 @@ void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CM
   const T scale = T(1) / std::sqrt(T(s.hs));
   to_heads<T>(doutp, dout, s, QkvLayout::interleaved);
   const T *p = qkvp.data();
-  for (int b = 0; b < s.B; ++b)
-    for (int h = 0; h < s.NH; ++h) {
-      auto a = as_mat<const T>(att.data() + scores_offset(s, b, h), s.T, s.T);
-      auto dy = as_mat<const T>(doutp.data() + head_offset(s, 0, b, h), s.T, s.hs);
-      // y = att v:  dv = att^T dy,  datt = dy v^T
-      gemm<T>("T", "N", T(1), a, dy, T(0),
-              as_mat(dqkvp.data() + head_offset(s, 2, b, h), s.T, s.hs));
-      gemm<T>("N", "T", T(1), dy, as_mat<const T>(p + head_offset(s, 2, b, h), s.T, s.hs), T(0),
-              as_mat(datt.data() + scores_offset(s, b, h), s.T, s.T));
-    }
+  const int heads = s.B * s.NH;
+  const int64_t hstride = int64_t(s.T) * s.hs, sstride = int64_t(s.T) * s.T;
+  // y = att v:  dv = att^T dy,  datt = dy v^T (each head's products are independent, so
+  // doing one kind for every head, then the other, gives the bits of the per-head loop)
+  gemm_strided_batched<T>("T", "N", s.T, s.hs, s.T, T(1), att.data(), sstride, doutp.data(),
+                          hstride, T(0), dqkvp.data() + head_offset(s, 2, 0, 0), hstride, heads);
+  gemm_strided_batched<T>("N", "T", s.T, s.T, s.hs, T(1), doutp.data(), hstride,
+                          p + head_offset(s, 2, 0, 0), hstride, T(0), datt.data(), sstride, heads);
   // Softmax backward per row: dscores = att * (datt - sum_t2(datt * att)). For masked
   // keys att is 0, so the mask passes no gradient.
   const int T_ = s.T;
@@ -152,15 +145,13 @@ void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CM
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
                              [&](int t2) { d[t2] = t2 < keys ? a[t2] * (d[t2] - dot) : T(0); });
       });
-  for (int b = 0; b < s.B; ++b)
-    for (int h = 0; h < s.NH; ++h) {
-      auto ds = as_mat<const T>(datt.data() + scores_offset(s, b, h), s.T, s.T);
-      // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q
-      gemm<T>("N", "N", scale, ds, as_mat<const T>(p + head_offset(s, 1, b, h), s.T, s.hs), T(0),
-              as_mat(dqkvp.data() + head_offset(s, 0, b, h), s.T, s.hs));
-      gemm<T>("T", "N", scale, ds, as_mat<const T>(p + head_offset(s, 0, b, h), s.T, s.hs), T(0),
-              as_mat(dqkvp.data() + head_offset(s, 1, b, h), s.T, s.hs));
-    }
+  // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q
+  gemm_strided_batched<T>("N", "N", s.T, s.hs, s.T, scale, datt.data(), sstride,
+                          p + head_offset(s, 1, 0, 0), hstride, T(0),
+                          dqkvp.data() + head_offset(s, 0, 0, 0), hstride, heads);
+  gemm_strided_batched<T>("T", "N", s.T, s.hs, s.T, scale, datt.data(), sstride,
+                          p + head_offset(s, 0, 0, 0), hstride, T(0),
+                          dqkvp.data() + head_offset(s, 1, 0, 0), hstride, heads);
   to_rows<T>(dqkv, dqkvp, s, s.layout);
 }
 

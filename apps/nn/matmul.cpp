@@ -1,16 +1,8 @@
 #include "matmul.hpp"
 
-#include <KokkosBlas3_gemm.hpp>
-
 #include "column_sums.hpp"
 
 namespace nn {
-
-template <class T>
-void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> B, T beta,
-          Mat<T> C) {
-  KokkosBlas::gemm(trans_a, trans_b, alpha, A, B, beta, C);
-}
 
 template <class T>
 void matmul_forward(Mat<T> out, CMat<T> inp, CMat<T> weight, CVec<T> bias) {
@@ -43,7 +35,6 @@ void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CM
 }
 
 #define NN_INSTANTIATE(T)                                                            \
-  template void gemm<T>(const char *, const char *, T, CMat<T>, CMat<T>, T, Mat<T>); \
   template void matmul_forward<T>(Mat<T>, CMat<T>, CMat<T>, CVec<T>);                \
   template void matmul_backward<T>(Mat<T>, Mat<T>, Vec<T>, CMat<T>, CMat<T>, CMat<T>, T, T);
 NN_INSTANTIATE(float)
