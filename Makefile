@@ -1,6 +1,8 @@
 # The user's entry points; the build itself is CMake (CMakePresets.json).
 #   make run    install what is missing, configure, build, run the main job
-#   make test   install, build, run every ctest suite but the benchmarks
+#   make test   install, build (and, where nvcc is, the trainers' CUDA build), run every
+#               ctest suite but the benchmarks
+#   make gpu    the CUDA build of the trainers and benchmarks (preset gpu-kokkos)
 #   make bench  build and run the benchmarks
 #   make tsan   ThreadSanitizer: unit tests, progress thread and watchdog
 #   make fuzz   fuzz the checkpoint reader, safetensors parser, configuration parser and
@@ -9,7 +11,7 @@ SHELL := /bin/bash
 BUILD := build
 SANITIZE_BUILD := build-sanitize
 
-.PHONY: all deps configure build run test bench sanitize tsan fuzz format format-check install clean
+.PHONY: all deps configure build gpu gpu-trainers run test bench sanitize tsan fuzz format format-check install clean
 
 all: build
 
@@ -28,7 +30,15 @@ build: configure
 run: build
 	./scripts/run-main $(BUILD)
 
-test: build
+# The trainers compiled for CUDA (Kokkos' CUDA backend, sm_90) wherever nvcc is; the
+# cuda_trainers test runs them.
+gpu-trainers: deps
+	./scripts/build-gpu-trainers
+
+gpu: deps
+	./scripts/build-gpu-trainers --all
+
+test: build gpu-trainers
 	ctest --preset default
 
 bench: build
@@ -63,4 +73,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug build-fuzz build-tsan
+	rm -rf $(BUILD) $(SANITIZE_BUILD) build-debug build-fuzz build-tsan build-gpu build-gpu-kokkos

@@ -27,6 +27,7 @@
 #include "gemm_baseline.hpp"
 #include "model/bert_model.hpp"
 #include "training/engine_model_state.hpp"
+#include "training/kokkos_device.hpp"
 
 namespace {
 
@@ -64,12 +65,18 @@ void run_bert_bench(const BertBenchOptions &opt) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  Kokkos::ScopeGuard kokkos;
+  if (const std::string why = training::cuda_unusable(); !why.empty()) {
+    std::fprintf(stderr, "zrt-bench bert: rank %d: %s\n", rank, why.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   zrt_context_h ctx = nullptr;
   if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
     std::fprintf(stderr, "zrt-bench bert: zrt_init: %s\n", zrt_last_error_message());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  int kokkos_argc = 0;
+  // On the rank's GPU in a CUDA build; ends after zrt_finalize, at the end of this function.
+  const auto kokkos = training::start_kokkos(ctx, kokkos_argc, nullptr);
   try {
     const bert::BertConfig cfg = bert::BertConfig::from_name_or_file(opt.config);
     if (opt.global_batch % size != 0)

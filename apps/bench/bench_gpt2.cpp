@@ -30,6 +30,7 @@
 #include "timing.hpp"
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
+#include "training/kokkos_device.hpp"
 
 namespace {
 
@@ -47,12 +48,18 @@ void run_gpt2_bench(const Gpt2BenchOptions &opt) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  Kokkos::ScopeGuard kokkos;
+  if (const std::string why = training::cuda_unusable(); !why.empty()) {
+    std::fprintf(stderr, "zrt-bench gpt2: rank %d: %s\n", rank, why.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   zrt_context_h ctx = nullptr;
   if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
     std::fprintf(stderr, "zrt-bench gpt2: zrt_init: %s\n", zrt_last_error_message());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  int kokkos_argc = 0;
+  // On the rank's GPU in a CUDA build; ends after zrt_finalize, at the end of this function.
+  const auto kokkos = training::start_kokkos(ctx, kokkos_argc, nullptr);
   try {
     const gpt2::Gpt2Config cfg = gpt2::Gpt2Config::from_name_or_file(opt.config);
     if (opt.global_batch % size != 0)

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/matmul.hpp"
 #include "nn/tensor.hpp"
 #include "nn/tensor_spec.hpp"
 
@@ -111,6 +112,10 @@ class EngineParameterStore final : public ParameterStore<float> {
         handles_(std::move(handles)),
         dtype_(dtype),
         on_device_(on_device),
+        // A device engine on a device execution space orders its work with Kokkos' stream
+        // (zrt_engine_set_stream): no fence is needed before handing it a buffer.
+        stream_ordered_(on_device &&
+                        !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible),
         direct_(dtype == ZRT_DTYPE_FP32 &&
                 (on_device ? Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible
                            : Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)),
@@ -146,7 +151,7 @@ class EngineParameterStore final : public ParameterStore<float> {
   void release(int id) override {
     // Kernels may still read the values (asynchronous back ends); at stage 3 the engine
     // may reuse the memory once released.
-    Kokkos::fence();
+    if (!stream_ordered_) Kokkos::fence();
     if (!direct_) values_[static_cast<size_t>(id)] = {};
     check(zrt_param_release(engine_, handle(id)));
   }
@@ -175,7 +180,7 @@ class EngineParameterStore final : public ParameterStore<float> {
   }
 
   void grad_ready(int id) override {
-    Kokkos::fence();  // the engine reads the gradient as soon as it is ready
+    if (!stream_ordered_) Kokkos::fence();  // the engine reads the gradient once it is ready
     if (!direct_) {
       auto &g = grads_[static_cast<size_t>(id)];
       if (g.data() == nullptr)
@@ -188,7 +193,7 @@ class EngineParameterStore final : public ParameterStore<float> {
         engine_store_kernels::add_grads<MemSpace>(dst, dtype_, src);
       else
         engine_store_kernels::add_grads<Kokkos::HostSpace>(dst, dtype_, src);
-      Kokkos::fence();
+      if (!stream_ordered_) Kokkos::fence();
       g = {};
     }
     check(zrt_grad_ready(engine_, handle(id)));
@@ -212,6 +217,7 @@ class EngineParameterStore final : public ParameterStore<float> {
   std::vector<zrt_param_h> handles_;
   zrt_dtype_t dtype_;
   bool on_device_;
+  bool stream_ordered_;
   bool direct_;
   std::vector<Kokkos::View<float *, MemSpace>> values_, grads_;  // staged, per tensor
 };
@@ -283,6 +289,10 @@ class EngineModelState final : public ModelState {
             "bf16",
             dtype, dtype, resolved_["settings"][dtype + ".enabled"].value("source", "?")));
       dtype_ = dtype == "bf16" ? ZRT_DTYPE_BF16 : ZRT_DTYPE_FP32;
+      // bf16 compute: the matrix products on bf16 tensor cores where the backend has them
+      // (cuBLAS), accumulating in fp32; the host's BLAS computes in fp32 either way.
+      nn::set_gemm_precision(dtype_ == ZRT_DTYPE_BF16 ? nn::GemmPrecision::bf16
+                                                      : nn::GemmPrecision::fp32);
       program_lr_ = resolved_.at("scheduler").at("type") == "none";
       std::vector<zrt_param_h> handles;
       for (const TensorSpec &t : tensors) {
@@ -404,7 +414,12 @@ class EngineModelState final : public ModelState {
                        optimizer_name(resolved_.value("optimizer", std::string("adamw"))),
                        resolved_.value("deterministic", false) ? ", deterministic" : "",
                        on_device_ ? "device" : "host",
-                       store_->direct() ? "" : " (tensors staged through fp32 buffers)");
+                       store_->direct() ? "" : " (tensors staged through fp32 buffers)") +
+#if defined(KOKKOS_ENABLE_CUDA)
+           fmt::format("; layers on CUDA, matrix products on {}", nn::gemm_backend_name());
+#else
+           std::string();
+#endif
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "divergence.hpp"
+#include "kokkos_device.hpp"
 #include "signals.hpp"
 
 namespace training {
@@ -59,16 +60,25 @@ int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
     MPI_Finalize();
     return code;
   }
+  // A CUDA build on a node without a usable GPU or driver: said on every rank, before
+  // anything collective, and every rank ends (no silent fallback to the host).
+  if (const std::string why = cuda_unusable(); !why.empty()) {
+    fmt::print(stderr, "{}: rank {}: {}\n", program, rank, why);
+    MPI_Finalize();
+    return 1;
+  }
   int rc = 0;
   {
-    int kokkos_argc = 1;
-    Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
     before_context();
     zrt_context_h ctx = nullptr;
     if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
       fmt::print(stderr, "{}: rank {}: {}\n", program, rank, zrt_last_error_message());
       rc = 1;
     } else {
+      // Kokkos starts once zerort knows the rank's GPU (a CUDA build computes there), and
+      // ends after zrt_finalize, as before.
+      int kokkos_argc = 1;
+      const auto kokkos = start_kokkos(ctx, kokkos_argc, argv);
       try {
         rc = body(AppWorld(program, ctx));
       } catch (const TrainingDiverged &e) {

@@ -42,11 +42,12 @@ class AppWorld {
 using AppBody = std::function<int(const AppWorld &)>;
 
 /// Installs the stop signals, initializes MPI (MPI_THREAD_MULTIPLE), parses @p app on every
-/// rank (rank 0 prints help and errors), initializes Kokkos with the program's name only
-/// (the options are the program's; Kokkos' settings come from its environment), calls
-/// @p before_context (to set zerort's environment from the options, e.g. the emulated
-/// device), creates zerort's context over MPI_COMM_WORLD, runs @p body, and finalizes in
-/// reverse. Returns the exit status.
+/// rank (rank 0 prints help and errors), refuses a CUDA build on a node where CUDA cannot
+/// run (kokkos_device.hpp: every rank says why and returns 1), calls @p before_context (to
+/// set zerort's environment from the options, e.g. the emulated device), creates zerort's
+/// context over MPI_COMM_WORLD, initializes Kokkos (on the rank's GPU in a CUDA build; its
+/// other settings from its environment, the options being the program's), runs @p body,
+/// and finalizes in reverse. Returns the exit status.
 int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
                  const std::function<void()> &before_context, const AppBody &body);
 

@@ -1,0 +1,32 @@
+// Kokkos on the rank's GPU: whether this process can compute on CUDA at all, and Kokkos'
+// start on the GPU zerort placed the rank near, so the model's kernels and the engine's
+// device buffers are on one device.
+#pragma once
+
+#include <zerort/zerort.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <memory>
+#include <string>
+
+namespace training {
+
+/// Empty where the model's execution space can run here: always in a host build; in a Kokkos
+/// CUDA build when a CUDA driver new enough for this build's runtime and a GPU are present.
+/// Otherwise why not, for the user ("this build computes on CUDA 13.0, but the driver ...").
+/// Local: every rank decides alike on alike nodes; each says it for its own node.
+std::string cuda_unusable();
+
+/// The CUDA device the rank's model computes on: zerort's choice for the rank (the GPU its
+/// cores are nearest, zrt_context_query's gpu), else its local rank modulo the devices. -1
+/// in a host build.
+int kokkos_device_for(zrt_context_h context);
+
+/// Starts Kokkos for a program that has its zerort context: on the context's GPU in a CUDA
+/// build (Kokkos' own settings from its environment otherwise). Kokkos ends when the result
+/// is destroyed; destroy it before zrt_finalize's caller returns to MPI_Finalize.
+std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &argc,
+                                                 char **argv);
+
+}  // namespace training
