@@ -21,6 +21,7 @@ struct EngineCli {
   std::string optimizer = "adamw";  // the trainer's default
   bool deterministic = false;
   std::string device = "host";
+  std::string offload_optimizer = "none";
   std::optional<double> bucket_mb;
 
   /// @p optimizer_help: the trainer's words for its default.
@@ -48,6 +49,12 @@ struct EngineCli {
                    "machines without a GPU)")
         ->check(CLI::IsMember({"host", "device", "auto", "emulated"}))
         ->capture_default_str();
+    app.add_option("--offload-optimizer", offload_optimizer,
+                   "ZeRO-Offload: cpu keeps the optimizer's state in pinned host memory and "
+                   "steps it on the CPU, the engine's other buffers on the device (--device "
+                   "device, stage 1-3); none keeps it with the rest")
+        ->check(CLI::IsMember({"none", "cpu"}))
+        ->capture_default_str();
     app.add_option("--bucket-mb", bucket_mb,
                    "gradient (and stage-3 gather) bucket size in MiB (default: zerort's, 25)")
         ->check(kPositive);
@@ -67,6 +74,7 @@ struct EngineCli {
     t.optimizer = {optimizer_kind(), app.count("--optimizer") > 0};
     t.deterministic = {deterministic, app.count("--deterministic") > 0};
     t.device = {device == "emulated" ? "device" : device, app.count("--device") > 0};
+    t.offload_optimizer = {offload_optimizer == "cpu", app.count("--offload-optimizer") > 0};
     t.bucket_mb = bucket_mb;
   }
 

@@ -245,7 +245,8 @@ class EngineModelState final : public ModelState {
                    ZRT_ENGINE_PARAM_FIELD_BETAS | ZRT_ENGINE_PARAM_FIELD_EPS |
                    ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY | ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING |
                    ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS |
-                   ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE;
+                   ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC | ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE |
+                   ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER;
     p.field_mask &= ~opt.from_config;
     if (!opt.settings.empty()) {
       p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
@@ -263,6 +264,7 @@ class EngineModelState final : public ModelState {
     p.gradient_clipping = opt.optimizer.grad_clip;
     p.gradient_accumulation_steps = opt.optimizer.accumulation_steps;
     p.deterministic = opt.deterministic ? 1 : 0;
+    p.offload_optimizer = opt.offload_optimizer ? 1 : 0;
     if (opt.reduce_bucket_bytes > 0) {
       p.field_mask |= ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES |
                       ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES;
@@ -408,12 +410,15 @@ class EngineModelState final : public ModelState {
 
   std::string describe() const override {
     const std::string dtype = resolved_.value("compute_dtype", "fp32");
-    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, {}{}, in {} memory{}",
+    return fmt::format("zerort engine, ZeRO stage {} on {} rank(s), {}{}, {}{}, in {} memory{}{}",
                        resolved_.value("stage", opt_.stage), ranks_, dtype,
                        dtype != "fp32" ? " with fp32 master weights" : "",
                        optimizer_name(resolved_.value("optimizer", std::string("adamw"))),
                        resolved_.value("deterministic", false) ? ", deterministic" : "",
                        on_device_ ? "device" : "host",
+                       resolved_.value("offload_optimizer", false)
+                           ? " (optimizer state and step offloaded to the CPU)"
+                           : "",
                        store_->direct() ? "" : " (tensors staged through fp32 buffers)") +
 #if defined(KOKKOS_ENABLE_CUDA)
            fmt::format("; layers on CUDA, matrix products on {}", nn::gemm_backend_name());

@@ -40,6 +40,7 @@ struct EngineOptions {
   int64_t reduce_bucket_bytes = 0;                      // 0: the engine's (configuration, 25 MiB)
   int64_t max_live_parameters = -1;                     // stage 3; < 0: the engine's
   zrt_engine_memory_t memory = ZRT_ENGINE_MEMORY_HOST;  // where the engine's buffers live
+  bool offload_optimizer = false;  // ZeRO-Offload: optimizer state and step on the host
   int shared_buffers = -1;  // 1: node-shared collective buffers, 0: private; < 0: the engine's
   // ZRT_ENGINE_PARAM_FIELD_* bits of the fields above left unset, so that the configuration
   // (file, environment) decides them (training/job_settings.hpp); 0: every field is set.

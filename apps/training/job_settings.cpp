@@ -145,6 +145,10 @@ JobSettings plan_job_settings(const ConfigView &c, const TrainerSettings &t) {
                                         : ZRT_ENGINE_MEMORY_DEVICE;
   p.field(ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE,
           p.take("engine.memory_space", t.device.given, "--device", t.device.value));
+  e.offload_optimizer = t.offload_optimizer.value;
+  p.field(ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER,
+          p.take("zero_optimization.offload_optimizer.device", t.offload_optimizer.given,
+                 "--offload-optimizer", t.offload_optimizer.value ? "cpu" : "none"));
 
   // Batch sizes (DeepSpeed's three; the engine checks that they multiply out and derives
   // the one missing). The accumulation and the global batch go only when given: the file's

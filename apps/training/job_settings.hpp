@@ -51,6 +51,7 @@ struct TrainerSettings {
   std::optional<int64_t> global_batch;  // --global-batch
   Choice<bool> deterministic;
   Choice<std::string> device;                 // host, device, auto, emulated
+  Choice<bool> offload_optimizer;             // --offload-optimizer cpu
   std::optional<double> bucket_mb;            // --bucket-mb
   int64_t hidden = 0;                         // the model's hidden size ("auto" bucket sizes)
   Choice<int64_t> steps;                      // --steps: the run's optimizer steps
