@@ -44,6 +44,19 @@ int kokkos_device_for(zrt_context_h context) {
   return count > 0 ? a.local_rank % count : 0;
 }
 
+bool device_memory(int64_t &free_bytes, int64_t &total_bytes) {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return false;
+  free_bytes = static_cast<int64_t>(free);
+  total_bytes = static_cast<int64_t>(total);
+  return true;
+}
+
+int64_t device_used_bytes() {
+  int64_t free = 0, total = 0;
+  return device_memory(free, total) ? total - free : -1;
+}
+
 std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &argc, char **argv) {
   (void)argc;
   (void)argv;  // the options are the program's; Kokkos' settings come from its environment
@@ -56,6 +69,10 @@ std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &arg
 std::string cuda_unusable() { return {}; }
 
 int kokkos_device_for(zrt_context_h) { return -1; }
+
+bool device_memory(int64_t &, int64_t &) { return false; }
+
+int64_t device_used_bytes() { return -1; }
 
 std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h, int &argc, char **argv) {
   return std::make_unique<Kokkos::ScopeGuard>(argc, argv);

@@ -7,6 +7,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,13 @@ std::string cuda_unusable();
 /// cores are nearest, zrt_context_query's gpu), else its local rank modulo the devices. -1
 /// in a host build.
 int kokkos_device_for(zrt_context_h context);
+
+/// The rank's GPU's free and total bytes (cudaMemGetInfo); false in a host build.
+bool device_memory(int64_t &free_bytes, int64_t &total_bytes);
+
+/// Bytes in use on the rank's GPU as the driver counts them (cudaMemGetInfo: every process's
+/// allocations, the CUDA context, cuBLAS' workspace); -1 in a host build.
+int64_t device_used_bytes();
 
 /// Starts Kokkos for a program that has its zerort context: on the context's GPU in a CUDA
 /// build (Kokkos' own settings from its environment otherwise). Kokkos ends when the result

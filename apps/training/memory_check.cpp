@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "kokkos_device.hpp"
+
 namespace training {
 namespace {
 
@@ -72,6 +74,25 @@ void check_host_memory(zrt_context_h context, const std::vector<HostNeed> &needs
       bytes_text(static_cast<uint64_t>(total)), fmt::join(parts, ", "),
       bytes_text(limit.available_bytes), describe_limit(limit), bytes_text(limit.used_bytes),
       remedies, how_to_raise(limit.kind)));
+}
+
+void check_device_memory(const std::vector<HostNeed> &needs, const std::string &remedies) {
+  int64_t total = 0, free = 0, device_total = 0;
+  std::vector<std::string> parts;
+  for (const HostNeed &n : needs)
+    if (n.bytes > 0) {
+      total += n.bytes;
+      parts.push_back(fmt::format("{}: {}", n.what, bytes_text(static_cast<uint64_t>(n.bytes))));
+    }
+  if (total == 0 || !device_memory(free, device_total) || total <= free) return;
+  throw std::runtime_error(fmt::format(
+      "this rank needs {} more GPU memory ({}) but its GPU has {} free of {} (the model states "
+      "are there already). To fit: {}; or fewer model states per GPU: a higher "
+      "--zero-stage, more ranks, or --offload-optimizer cpu (zrt-plan shows each stage's "
+      "bytes)",
+      bytes_text(static_cast<uint64_t>(total)), fmt::join(parts, ", "),
+      bytes_text(static_cast<uint64_t>(free)), bytes_text(static_cast<uint64_t>(device_total)),
+      remedies));
 }
 
 }  // namespace training

@@ -26,6 +26,11 @@ struct HostNeed {
 void check_host_memory(zrt_context_h context, const std::vector<HostNeed> &needs,
                        const std::string &remedies);
 
+/// The same for what is about to be allocated on the rank's GPU (a CUDA build), against
+/// what the device has free now (after the engine's buffers): the message names each need,
+/// the free and total bytes, and @p remedies. No check in a host build. Local.
+void check_device_memory(const std::vector<HostNeed> &needs, const std::string &remedies);
+
 /// "the memory cgroup's limit of 1.5 GiB, shared by 2 ranks on this node"
 std::string describe_limit(const zrt_memory_limit_t &limit);
 

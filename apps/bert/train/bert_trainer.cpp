@@ -16,6 +16,7 @@
 #include "training/checkpoint_info.hpp"
 #include "training/divergence.hpp"
 #include "training/init_from.hpp"
+#include "training/kokkos_device.hpp"
 #include "training/job_metadata.hpp"
 #include "training/memory_check.hpp"
 #include "training/rank_sum.hpp"
@@ -111,6 +112,12 @@ struct BertTrainer::Impl {
     if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible)
       training::check_host_memory(
           world.context,
+          {{fmt::format("activations for {} x {} tokens", opt.batch, opt.seq),
+            BertActivations<float>::planned_bytes(opt.config, opt.batch, opt.seq,
+                                                  opt.batch * train_->max_predictions())}},
+          "a smaller --batch or --seq");
+    else
+      training::check_device_memory(
           {{fmt::format("activations for {} x {} tokens", opt.batch, opt.seq),
             BertActivations<float>::planned_bytes(opt.config, opt.batch, opt.seq,
                                                   opt.batch * train_->max_predictions())}},
@@ -263,6 +270,9 @@ struct BertTrainer::Impl {
       m.mem_model_states = state_.memory().total();
       m.mem_activations = acts_->bytes();
       m.mem_rss = training::resident_bytes();
+      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
+      if (const int64_t used = training::device_used_bytes(); used >= 0)
+        m.extra["mem_device_used"] = used;
       m.mem_peak_rss = training::peak_resident_bytes();
       m.comm = report.comm;
       m.extra = {{"mlm_loss", s.mlm},

@@ -17,6 +17,7 @@
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "training/init_from.hpp"
 #include "training/job_metadata.hpp"
+#include "training/kokkos_device.hpp"
 #include "training/memory_check.hpp"
 
 namespace gpt2 {
@@ -74,11 +75,16 @@ void check_activation_memory(const TrainOptions &opt, const World &world) {
   if (mode == ActivationMode::offload)
     needs.push_back({"offloaded activations",
                      Activations<float>::planned_offloaded_bytes(opt.config, opt.batch, opt.seq)});
-  training::check_host_memory(world.context, needs,
-                              mode == ActivationMode::keep
-                                  ? "a smaller --batch or --seq, --recompute or "
-                                    "--offload-activations"
-                                  : "a smaller --batch or --seq");
+  const char *remedies = mode == ActivationMode::keep
+                             ? "a smaller --batch or --seq, --recompute or --offload-activations"
+                             : "a smaller --batch or --seq";
+  training::check_host_memory(world.context, needs, remedies);
+  // The model on a GPU (a CUDA build): its activations there.
+  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible)
+    training::check_device_memory(
+        {{fmt::format("activations for {} x {} tokens", opt.batch, opt.seq),
+          Activations<float>::planned_bytes(opt.config, opt.batch, opt.seq, mode)}},
+        remedies);
 }
 
 }  // namespace
@@ -231,6 +237,9 @@ struct Trainer::Impl {
       m.mem_activations_sampling = sample_bytes_;
       m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
       m.mem_rss = resident_bytes();
+      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
+      if (const int64_t used = training::device_used_bytes(); used >= 0)
+        m.extra["mem_device_used"] = used;
       m.mem_peak_rss = peak_resident_bytes();
       m.comm = comm;
       log_.step(m);
