@@ -21,8 +21,12 @@ namespace {
 GemmPrecision g_precision = GemmPrecision::fp32;
 }
 
-void set_gemm_precision(GemmPrecision precision) { g_precision = precision; }
-GemmPrecision gemm_precision() { return g_precision; }
+void set_gemm_precision(GemmPrecision precision) {
+  g_precision = precision;
+}
+GemmPrecision gemm_precision() {
+  return g_precision;
+}
 
 #if defined(KOKKOS_ENABLE_CUDA)
 
@@ -30,8 +34,7 @@ namespace {
 
 void check(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLAS: ") + what + ": " +
-                             cublasGetStatusString(status));
+    throw std::runtime_error(std::string("cuBLAS: ") + what + ": " + cublasGetStatusString(status));
 }
 
 // One handle for the process, on Kokkos' default instance's stream, so that products are
@@ -57,8 +60,7 @@ template <>
 struct CublasTypes<float> {
   static constexpr cudaDataType_t data = CUDA_R_32F;
   static cublasComputeType_t compute() {
-    return g_precision == GemmPrecision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                              : CUBLAS_COMPUTE_32F;
+    return g_precision == GemmPrecision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   }
 };
 template <>
@@ -76,15 +78,15 @@ void strided_batched(const char *ta, const char *tb, int m, int n, int k, T alph
   if (m == 0 || n == 0 || count == 0) return;
   using Ty = CublasTypes<T>;
   if (count == 1)
-    check(cublasGemmEx(handle(), op(tb), op(ta), n, m, k, &alpha, B, Ty::data, std::max(1, ldb),
-                       A, Ty::data, std::max(1, lda), &beta, C, Ty::data, std::max(1, ldc),
+    check(cublasGemmEx(handle(), op(tb), op(ta), n, m, k, &alpha, B, Ty::data, std::max(1, ldb), A,
+                       Ty::data, std::max(1, lda), &beta, C, Ty::data, std::max(1, ldc),
                        Ty::compute(), CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   else
     check(cublasGemmStridedBatchedEx(handle(), op(tb), op(ta), n, m, k, &alpha, B, Ty::data,
-                                     std::max(1, ldb), sb, A, Ty::data, std::max(1, lda), sa,
-                                     &beta, C, Ty::data, std::max(1, ldc), sc, count,
-                                     Ty::compute(), CUBLAS_GEMM_DEFAULT),
+                                     std::max(1, ldb), sb, A, Ty::data, std::max(1, lda), sa, &beta,
+                                     C, Ty::data, std::max(1, ldc), sc, count, Ty::compute(),
+                                     CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
 }
 
@@ -100,15 +102,15 @@ void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> 
           Mat<T> C) {
   const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(op(trans_a) == CUBLAS_OP_N ? A.extent(1) : A.extent(0));
-  strided_batched<T>(trans_a, trans_b, m, n, k, alpha, A.data(), static_cast<int>(A.stride(0)),
-                     0, B.data(), static_cast<int>(B.stride(0)), 0, beta, C.data(),
+  strided_batched<T>(trans_a, trans_b, m, n, k, alpha, A.data(), static_cast<int>(A.stride(0)), 0,
+                     B.data(), static_cast<int>(B.stride(0)), 0, beta, C.data(),
                      static_cast<int>(C.stride(0)), 0, 1);
 }
 
 template <class T>
-void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k,
-                          T alpha, const T *A, int64_t stride_a, const T *B, int64_t stride_b,
-                          T beta, T *C, int64_t stride_c, int count) {
+void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k, T alpha,
+                          const T *A, int64_t stride_a, const T *B, int64_t stride_b, T beta, T *C,
+                          int64_t stride_c, int count) {
   const bool na = op(trans_a) == CUBLAS_OP_N, nb = op(trans_b) == CUBLAS_OP_N;
   strided_batched<T>(trans_a, trans_b, m, n, k, alpha, A, na ? k : m, stride_a, B, nb ? n : k,
                      stride_b, beta, C, n, stride_c, count);
@@ -116,7 +118,9 @@ void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n
 
 #else  // the host
 
-const char *gemm_backend_name() { return "KokkosBlas::gemm"; }
+const char *gemm_backend_name() {
+  return "KokkosBlas::gemm";
+}
 
 template <class T>
 void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> B, T beta,
@@ -125,24 +129,22 @@ void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> 
 }
 
 template <class T>
-void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k,
-                          T alpha, const T *A, int64_t stride_a, const T *B, int64_t stride_b,
-                          T beta, T *C, int64_t stride_c, int count) {
+void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k, T alpha,
+                          const T *A, int64_t stride_a, const T *B, int64_t stride_b, T beta, T *C,
+                          int64_t stride_c, int count) {
   const bool na = trans_a[0] == 'N' || trans_a[0] == 'n';
   const bool nb = trans_b[0] == 'N' || trans_b[0] == 'n';
   for (int i = 0; i < count; ++i)
     gemm<T>(trans_a, trans_b, alpha, as_mat(A + i * stride_a, na ? m : k, na ? k : m),
-            as_mat(B + i * stride_b, nb ? k : n, nb ? n : k), beta,
-            as_mat(C + i * stride_c, m, n));
+            as_mat(B + i * stride_b, nb ? k : n, nb ? n : k), beta, as_mat(C + i * stride_c, m, n));
 }
 
 #endif
 
-#define NN_INSTANTIATE(T)                                                                   \
-  template void gemm<T>(const char *, const char *, T, CMat<T>, CMat<T>, T, Mat<T>);        \
-  template void gemm_strided_batched<T>(const char *, const char *, int, int, int, T,       \
-                                        const T *, int64_t, const T *, int64_t, T, T *,     \
-                                        int64_t, int);
+#define NN_INSTANTIATE(T)                                                                        \
+  template void gemm<T>(const char *, const char *, T, CMat<T>, CMat<T>, T, Mat<T>);             \
+  template void gemm_strided_batched<T>(const char *, const char *, int, int, int, T, const T *, \
+                                        int64_t, const T *, int64_t, T, T *, int64_t, int);
 NN_INSTANTIATE(float)
 NN_INSTANTIATE(double)
 #undef NN_INSTANTIATE

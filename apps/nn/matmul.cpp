@@ -34,8 +34,8 @@ void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CM
   }
 }
 
-#define NN_INSTANTIATE(T)                                                            \
-  template void matmul_forward<T>(Mat<T>, CMat<T>, CMat<T>, CVec<T>);                \
+#define NN_INSTANTIATE(T)                                             \
+  template void matmul_forward<T>(Mat<T>, CMat<T>, CMat<T>, CVec<T>); \
   template void matmul_backward<T>(Mat<T>, Mat<T>, Vec<T>, CMat<T>, CMat<T>, CMat<T>, T, T);
 NN_INSTANTIATE(float)
 NN_INSTANTIATE(double)

@@ -35,9 +35,9 @@ void gemm(const char *trans_a, const char *trans_b, T alpha, CMat<T> A, CMat<T> 
 /// and (m,n)). On the host, one gemm after another in order (the bits of a loop of gemm());
 /// on CUDA, one strided-batched cuBLAS call.
 template <class T>
-void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k,
-                          T alpha, const T *A, int64_t stride_a, const T *B, int64_t stride_b,
-                          T beta, T *C, int64_t stride_c, int count);
+void gemm_strided_batched(const char *trans_a, const char *trans_b, int m, int n, int k, T alpha,
+                          const T *A, int64_t stride_a, const T *B, int64_t stride_b, T beta, T *C,
+                          int64_t stride_c, int count);
 
 /// out (N, OC) = inp (N, C) . weight (OC, C)^T + bias (OC)
 /// bias may be an empty view (no bias).

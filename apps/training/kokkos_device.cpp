@@ -11,7 +11,9 @@ namespace training {
 #if defined(KOKKOS_ENABLE_CUDA)
 
 namespace {
-std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+std::string cuda_version(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
 }  // namespace
 
 std::string cuda_unusable() {
@@ -66,13 +68,21 @@ std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &arg
 
 #else
 
-std::string cuda_unusable() { return {}; }
+std::string cuda_unusable() {
+  return {};
+}
 
-int kokkos_device_for(zrt_context_h) { return -1; }
+int kokkos_device_for(zrt_context_h) {
+  return -1;
+}
 
-bool device_memory(int64_t &, int64_t &) { return false; }
+bool device_memory(int64_t &, int64_t &) {
+  return false;
+}
 
-int64_t device_used_bytes() { return -1; }
+int64_t device_used_bytes() {
+  return -1;
+}
 
 std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h, int &argc, char **argv) {
   return std::make_unique<Kokkos::ScopeGuard>(argc, argv);

@@ -34,7 +34,6 @@ int64_t device_used_bytes();
 /// Starts Kokkos for a program that has its zerort context: on the context's GPU in a CUDA
 /// build (Kokkos' own settings from its environment otherwise). Kokkos ends when the result
 /// is destroyed; destroy it before zrt_finalize's caller returns to MPI_Finalize.
-std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &argc,
-                                                 char **argv);
+std::unique_ptr<Kokkos::ScopeGuard> start_kokkos(zrt_context_h context, int &argc, char **argv);
 
 }  // namespace training
