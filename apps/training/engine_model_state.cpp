@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -138,9 +139,7 @@ class EngineParameterStore final : public ParameterStore<float> {
     check(zrt_param_gather(engine_, handle(id)));
     if (direct_) return;
     auto &v = values_[static_cast<size_t>(id)];
-    v = Kokkos::View<float *, MemSpace>(
-        Kokkos::view_alloc("staged_values", Kokkos::WithoutInitializing),
-        static_cast<size_t>(numel(id)));
+    v = take_staging(static_cast<size_t>(numel(id)));
     Vec<float> dst(v.data(), v.extent(0));
     if (on_device_)
       engine_store_kernels::load_values<MemSpace>(dst, engine_values(id), dtype_);
@@ -152,7 +151,7 @@ class EngineParameterStore final : public ParameterStore<float> {
     // Kernels may still read the values (asynchronous back ends); at stage 3 the engine
     // may reuse the memory once released.
     if (!stream_ordered_) Kokkos::fence();
-    if (!direct_) values_[static_cast<size_t>(id)] = {};
+    if (!direct_) give_staging(values_[static_cast<size_t>(id)]);
     check(zrt_param_release(engine_, handle(id)));
   }
 
@@ -173,9 +172,7 @@ class EngineParameterStore final : public ParameterStore<float> {
       return {static_cast<float *>(g), true};
     }
     auto &g = grads_[static_cast<size_t>(id)];
-    g = Kokkos::View<float *, MemSpace>(
-        Kokkos::view_alloc("staged_grad", Kokkos::WithoutInitializing),
-        static_cast<size_t>(numel(id)));
+    g = take_staging(static_cast<size_t>(numel(id)));
     return {g.data(), false};  // backward overwrites it; grad_ready adds it to the engine's
   }
 
@@ -194,7 +191,7 @@ class EngineParameterStore final : public ParameterStore<float> {
       else
         engine_store_kernels::add_grads<Kokkos::HostSpace>(dst, dtype_, src);
       if (!stream_ordered_) Kokkos::fence();
-      g = {};
+      give_staging(g);
     }
     check(zrt_grad_ready(engine_, handle(id)));
   }
@@ -219,7 +216,29 @@ class EngineParameterStore final : public ParameterStore<float> {
   bool on_device_;
   bool stream_ordered_;
   bool direct_;
-  std::vector<Kokkos::View<float *, MemSpace>> values_, grads_;  // staged, per tensor
+  using Staging = Kokkos::View<float *, MemSpace>;
+  std::vector<Staging> values_, grads_;  // staged, per tensor
+  // Staging buffers not in use, by length, for the next gather or gradient of that length.
+  // On CUDA an allocation is a cudaMalloc and a release a cudaFree, which waits for the
+  // whole device: two of each per tensor and step would stall every step. Work on a
+  // reused buffer is ordered after the work on its last use by Kokkos' one stream (or by
+  // the fence above where the engine is not ordered with it). At most the largest number of
+  // tensors staged at once is kept (every one at stages 0-2, the live ones at stage 3).
+  std::unordered_map<size_t, std::vector<Staging>> spare_;
+
+  Staging take_staging(size_t n) {
+    auto &free = spare_[n];
+    if (free.empty())
+      return Staging(Kokkos::view_alloc("staged", Kokkos::WithoutInitializing), n);
+    Staging v = std::move(free.back());
+    free.pop_back();
+    return v;
+  }
+
+  void give_staging(Staging &v) {
+    if (v.data() != nullptr) spare_[v.extent(0)].push_back(std::move(v));
+    v = {};
+  }
 };
 
 // "AdamW", "LAMB", ...: the optimizer as the log names it.
