@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <Kokkos_Macros.hpp>
 
 #include <cstdlib>
 #include <optional>
@@ -15,12 +16,21 @@
 
 namespace training {
 
+// Where the engine lives unless told: with the model. A CUDA build computes on the GPU, so
+// its engine goes there too (auto: the device, every rank having one, as the start-up
+// check made sure); a host engine under a GPU model would copy every tensor each step.
+#if defined(KOKKOS_ENABLE_CUDA)
+inline constexpr const char *kDefaultEngineDevice = "auto";
+#else
+inline constexpr const char *kDefaultEngineDevice = "host";
+#endif
+
 struct EngineCli {
   int zero_stage = 2;
   std::string dtype = "fp32";
   std::string optimizer = "adamw";  // the trainer's default
   bool deterministic = false;
-  std::string device = "host";
+  std::string device = kDefaultEngineDevice;
   std::string offload_optimizer = "none";
   std::optional<double> bucket_mb;
 

@@ -228,8 +228,7 @@ class EngineParameterStore final : public ParameterStore<float> {
 
   Staging take_staging(size_t n) {
     auto &free = spare_[n];
-    if (free.empty())
-      return Staging(Kokkos::view_alloc("staged", Kokkos::WithoutInitializing), n);
+    if (free.empty()) return Staging(Kokkos::view_alloc("staged", Kokkos::WithoutInitializing), n);
     Staging v = std::move(free.back());
     free.pop_back();
     return v;
@@ -442,7 +441,10 @@ class EngineModelState final : public ModelState {
 #if defined(KOKKOS_ENABLE_CUDA)
            fmt::format("; layers on CUDA, matrix products on {}", nn::gemm_backend_name());
 #else
-           std::string();
+           // Said, since a GPU user may expect otherwise: only the engine is on the device.
+           std::string(on_device_ ? "; layers on the host (a host build of the trainers: "
+                                    "the preset gpu-kokkos computes on the GPU)"
+                                  : "");
 #endif
   }
 
