@@ -60,11 +60,17 @@ else()
   endif()
 endif()
 
-# Trilinos' config sets Kokkos_INCLUDE_DIRS correctly even when the target is wrong.
-find_path(ZRT_KOKKOS_INCLUDE_DIR Kokkos_Core.hpp
-  HINTS ${Kokkos_INCLUDE_DIRS} PATH_SUFFIXES trilinos NO_CACHE)
-if(NOT ZRT_KOKKOS_INCLUDE_DIR)
-  zrt_missing("Kokkos_Core.hpp" libtrilinos-kokkos-dev "module load kokkos" ZRT_ENABLE_KOKKOS)
+# Trilinos' config sets Kokkos_INCLUDE_DIRS correctly even when the target is wrong. Only
+# Kokkos 3 (Trilinos) is repaired: a Kokkos 4's target is right, and a search here would
+# find Debian's Trilinos headers beside it.
+set(ZRT_KOKKOS_REPAIR OFF)
+if(Kokkos_VERSION VERSION_LESS 4.0)
+  set(ZRT_KOKKOS_REPAIR ON)
+  find_path(ZRT_KOKKOS_INCLUDE_DIR Kokkos_Core.hpp
+    HINTS ${Kokkos_INCLUDE_DIRS} PATH_SUFFIXES trilinos NO_CACHE)
+  if(NOT ZRT_KOKKOS_INCLUDE_DIR)
+    zrt_missing("Kokkos_Core.hpp" libtrilinos-kokkos-dev "module load kokkos" ZRT_ENABLE_KOKKOS)
+  endif()
 endif()
 
 # Keep only include directories that exist, then add the real one.
@@ -88,7 +94,9 @@ endfunction()
 if(NOT TARGET Kokkos::kokkos)
   message(FATAL_ERROR "zerort: the Kokkos package was found but defines no Kokkos::kokkos target")
 endif()
-zrt_fix_includes(Kokkos::kokkos)
+if(ZRT_KOKKOS_REPAIR)
+  zrt_fix_includes(Kokkos::kokkos)
+endif()
 add_library(zrt_kokkos INTERFACE)
 target_link_libraries(zrt_kokkos INTERFACE Kokkos::kokkos)
 if(ZRT_KOKKOS_CUDA)

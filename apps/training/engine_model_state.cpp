@@ -118,8 +118,9 @@ class EngineParameterStore final : public ParameterStore<float> {
         stream_ordered_(on_device &&
                         !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible),
         direct_(dtype == ZRT_DTYPE_FP32 &&
-                (on_device ? Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible
-                           : Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)),
+                (on_device
+                     ? bool(Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible)
+                     : bool(Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible))),
         values_(tensors_.size()),
         grads_(tensors_.size()) {}
 
