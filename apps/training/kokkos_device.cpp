@@ -39,11 +39,13 @@ std::string cuda_unusable() {
 
 int kokkos_device_for(zrt_context_h context) {
   zrt_context_attr_t a{};
-  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_DEVICES | ZRT_CONTEXT_ATTR_FIELD_LOCAL;
+  a.field_mask = ZRT_CONTEXT_ATTR_FIELD_DEVICES;
   int count = 0;
   cudaGetDeviceCount(&count);
   if (zrt_context_query(context, &a) == ZRT_SUCCESS && a.gpu >= 0 && a.gpu < count) return a.gpu;
-  return count > 0 ? a.local_rank % count : 0;
+  // Where hwloc did not map the rank to a GPU, zerort's device memory is on device 0
+  // (memory/memory_part.cpp): the model must be there too, or the engine refuses its stream.
+  return 0;
 }
 
 bool device_memory(int64_t &free_bytes, int64_t &total_bytes) {

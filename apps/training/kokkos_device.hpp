@@ -20,8 +20,8 @@ namespace training {
 std::string cuda_unusable();
 
 /// The CUDA device the rank's model computes on: zerort's choice for the rank (the GPU its
-/// cores are nearest, zrt_context_query's gpu), else its local rank modulo the devices. -1
-/// in a host build.
+/// cores are nearest, zrt_context_query's gpu), else device 0, where zerort's device memory
+/// then is. -1 in a host build.
 int kokkos_device_for(zrt_context_h context);
 
 /// The rank's GPU's free and total bytes (cudaMemGetInfo); false in a host build.

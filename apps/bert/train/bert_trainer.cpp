@@ -270,15 +270,15 @@ struct BertTrainer::Impl {
       m.mem_model_states = state_.memory().total();
       m.mem_activations = acts_->bytes();
       m.mem_rss = training::resident_bytes();
-      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
-      if (const int64_t used = training::device_used_bytes(); used >= 0)
-        m.extra["mem_device_used"] = used;
       m.mem_peak_rss = training::peak_resident_bytes();
       m.comm = report.comm;
       m.extra = {{"mlm_loss", s.mlm},
                  {"nsp_loss", s.nsp},
                  {"mlm_accuracy", s.mlm_accuracy},
                  {"nsp_accuracy", s.nsp_accuracy}};
+      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
+      if (const int64_t used = training::device_used_bytes(); used >= 0)
+        m.extra["mem_device_used"] = used;
       m.loss_detail =
           fmt::format("mlm {:.4f}, nsp {:.4f}, mlm acc {:.3f}", s.mlm, s.nsp, s.mlm_accuracy);
       log_.step(m);
