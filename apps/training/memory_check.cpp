@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "kokkos_device.hpp"
 
@@ -14,6 +15,18 @@ std::string bytes_text(uint64_t bytes) {
   size_t length = 0;
   zrt_format_bytes(bytes, text, sizeof text, &length);
   return text;
+}
+
+// The needs' total and their "what: bytes" parts, for the messages.
+std::pair<int64_t, std::vector<std::string>> sum_needs(const std::vector<HostNeed> &needs) {
+  int64_t total = 0;
+  std::vector<std::string> parts;
+  for (const HostNeed &n : needs)
+    if (n.bytes > 0) {
+      total += n.bytes;
+      parts.push_back(fmt::format("{}: {}", n.what, bytes_text(static_cast<uint64_t>(n.bytes))));
+    }
+  return {total, parts};
 }
 
 const char *how_to_raise(zrt_memory_limit_kind_t kind) {
@@ -55,13 +68,7 @@ std::string describe_limit(const zrt_memory_limit_t &limit) {
 
 void check_host_memory(zrt_context_h context, const std::vector<HostNeed> &needs,
                        const std::string &remedies) {
-  int64_t total = 0;
-  std::vector<std::string> parts;
-  for (const HostNeed &n : needs)
-    if (n.bytes > 0) {
-      total += n.bytes;
-      parts.push_back(fmt::format("{}: {}", n.what, bytes_text(static_cast<uint64_t>(n.bytes))));
-    }
+  const auto [total, parts] = sum_needs(needs);
   if (context == nullptr || total == 0) return;
   zrt_memory_limit_t limit{};
   limit.field_mask = ZRT_MEMORY_LIMIT_FIELD_ALL;
@@ -77,13 +84,8 @@ void check_host_memory(zrt_context_h context, const std::vector<HostNeed> &needs
 }
 
 void check_device_memory(const std::vector<HostNeed> &needs, const std::string &remedies) {
-  int64_t total = 0, free = 0, device_total = 0;
-  std::vector<std::string> parts;
-  for (const HostNeed &n : needs)
-    if (n.bytes > 0) {
-      total += n.bytes;
-      parts.push_back(fmt::format("{}: {}", n.what, bytes_text(static_cast<uint64_t>(n.bytes))));
-    }
+  const auto [total, parts] = sum_needs(needs);
+  int64_t free = 0, device_total = 0;
   if (total == 0 || !device_memory(free, device_total) || total <= free) return;
   throw std::runtime_error(fmt::format(
       "this rank needs {} more GPU memory ({}) but its GPU has {} free of {} (the model states "

@@ -79,6 +79,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and "zero_optimization.stage 0 (ZRT_ZERO_STAGE, over --zero-stage)" in out
           and "ZeRO stage 0" in out, "ZRT_ZERO_STAGE over --zero-stage and the file", out)
 
+    # --offload-optimizer cpu reaches the engine (ZeRO-Offload on the emulated device), over
+    # the file, and stage 0 with it is refused before training, naming why.
+    rc, out = run(gpt2, short + ["--steps", "1", "--device", "emulated", "--zero-stage", "2",
+                                 "--offload-optimizer", "cpu"], s3)
+    check(rc == 0 and "zero_optimization.offload_optimizer.device cpu (--offload-optimizer)"
+          in out and "(optimizer state and step offloaded to the CPU)" in out,
+          f"--offload-optimizer cpu: ZeRO-Offload on the device (exit {rc})", out)
+    rc, out = run(gpt2, short + ["--steps", "1", "--device", "emulated", "--zero-stage", "0",
+                                 "--offload-optimizer", "cpu"])
+    check(rc != 0 and "optimizer offload needs stage 1, 2 or 3" in out,
+          f"--offload-optimizer cpu at stage 0 is refused (exit {rc})", out)
+
     # zrt-bert, the other trainer, takes the same file.
     rc, out = run(bert, ["--config", "bert-tiny", "--batch", "2", "--seq", "16", "--steps", "1",
                          "--eval-batches", "1",
