@@ -6,7 +6,7 @@
 #include "comm/dtype.hpp"
 #include "comm/partition.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "zerort/comm.h"
 
 using namespace zrt;

@@ -8,7 +8,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/progress_thread.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

@@ -4,7 +4,7 @@
 
 #include "comm/validate_args.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/graveyard.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "runtime/agree.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
 

@@ -12,7 +12,7 @@
 #include "comm/staged/staged_backend.hpp"
 #include "memory/memory_part.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"

@@ -25,7 +25,7 @@
 #include "memory/object_table.hpp"
 #include "memory/offload.hpp"
 #include "memory/pool.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

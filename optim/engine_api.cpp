@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/dtype.hpp"
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "optim/engine_part.hpp"
 #include "optim/memory_report_fields.hpp"
 #include "runtime/agree.hpp"

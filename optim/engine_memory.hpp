@@ -20,7 +20,7 @@
 #include "memory/device.hpp"
 #include "memory/pool_buffer.hpp"
 #include "optim/kernels/device_kernels.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "comm/dtype.hpp"
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "runtime/log.hpp"
 
 namespace zrt {

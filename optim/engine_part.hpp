@@ -6,7 +6,7 @@
 
 #include "optim/kernels/kernels.hpp"
 #include "optim/kernels/thread_pool.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

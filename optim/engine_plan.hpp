@@ -10,7 +10,7 @@
 // max_live_elements and the gatherer's buffer sizes (gathered_bound()).
 #pragma once
 
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "optim/param_registry.hpp"
 
 namespace zrt {

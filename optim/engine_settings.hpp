@@ -8,7 +8,7 @@
 
 #include "optim/loss_scaler.hpp"
 #include "optim/lr_scheduler.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/settings_agreement.hpp"
 #include "zerort/engine.h"
 

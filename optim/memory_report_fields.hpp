@@ -2,7 +2,7 @@
 // and zrt_plan_memory fill from a MemoryReport, one table for both.
 #pragma once
 
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "runtime/field_table.hpp"
 #include "zerort/engine.h"
 

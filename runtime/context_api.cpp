@@ -1,5 +1,5 @@
 // The C entry points of zerort/context.h.
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/field_table.hpp"
 #include "runtime/format_bytes.hpp"

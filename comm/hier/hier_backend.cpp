@@ -10,7 +10,7 @@
 #include "comm/registry.hpp"
 #include "comm/shm/shm_backend.hpp"
 #include "comm/start_order.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"

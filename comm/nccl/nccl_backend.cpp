@@ -9,7 +9,7 @@
 #include "comm/nccl/ordered_sum_kernel.hpp"
 #include "comm/partition.hpp"
 #include "memory/cuda/cuda_device.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
 

@@ -5,7 +5,7 @@
 #include "comm/registry.hpp"
 #include "memory/memory_part.hpp"
 #include "memory/pool_buffer.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 
 namespace zrt {

@@ -8,7 +8,7 @@
 #include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
 #include "comm/ucx/ucx_worker.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
 

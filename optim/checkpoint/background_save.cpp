@@ -17,7 +17,7 @@
 #include "comm/dtype.hpp"
 #include "memory/pool_block.hpp"
 #include "optim/checkpoint/block_checksums.hpp"
-#include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_io.hpp"
 #include "optim/checkpoint/checkpoint_paths.hpp"
 #include "optim/checkpoint/h5.hpp"
 #include "runtime/agree.hpp"

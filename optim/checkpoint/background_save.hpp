@@ -29,7 +29,7 @@
 
 #include "optim/checkpoint/block_plan.hpp"
 #include "optim/checkpoint/direct_writer.hpp"
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "optim/pending_save.hpp"
 
 namespace zrt::checkpoint {

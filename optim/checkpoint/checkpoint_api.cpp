@@ -1,9 +1,9 @@
 // The C entry points of zerort/checkpoint.h.
 #include "optim/checkpoint/background_save.hpp"
-#include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_io.hpp"
 #include "optim/checkpoint/checkpoint_fields.hpp"
 #include "optim/checkpoint/checkpoint_file.hpp"
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "optim/engine_part.hpp"
 #include "runtime/string_out.hpp"
 #include "zerort/checkpoint.h"

@@ -8,7 +8,7 @@
 
 #include "optim/checkpoint/block_checksums.hpp"
 #include "optim/checkpoint/block_plan.hpp"
-#include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_io.hpp"
 #include "optim/checkpoint/checkpoint_paths.hpp"
 #include "zerort/version.h"
 

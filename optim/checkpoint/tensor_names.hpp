@@ -1,6 +1,6 @@
 // Which tensor names a checkpoint can hold. A tensor NAME is stored as the HDF5 dataset
 // /params/NAME (and /optimizer/KIND/NAME), so NAME is a path: '/' separates groups. Two
-// things follow (checkpoint.hpp has the file's layout):
+// things follow (checkpoint_io.hpp has the file's layout):
 //  - HDF5 drops empty components and "." components when it follows a path ("/lead",
 //    "a//b", "a/", "./a" and "a/./b" are stored as "lead", "a/b", "a", "a" and "a/b"; "."
 //    is the group /params itself), so such a name would come back from the file as another

@@ -6,9 +6,10 @@
 #   check_binding_coverage.sh SOURCE_DIR
 set -euo pipefail
 src=$1
-gen=$src/runtime/fortran/gen_fortran.py
-headers=("$src"/runtime/include/zerort/*.h)
-python3 "$gen" --check --template "$src/runtime/fortran/zerort.F90.in" "${headers[@]}"
+gen=$src/api/fortran/gen_fortran.py
+# Every layer's public headers (runtime, memory, comm, optim, api).
+headers=("$src"/{runtime,memory,comm,optim,api}/include/zerort/*.h)
+python3 "$gen" --check --template "$src/api/fortran/zerort.F90.in" "${headers[@]}"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -16,7 +17,7 @@ cat > "$tmp/extra.h" <<'H'
 ZRT_API zrt_status_t zrt_comm_split_somehow(zrt_comm_h comm, MPI_Comm other, int color);
 ZRT_API const char *zrt_some_name(zrt_comm_h comm);
 H
-if python3 "$gen" --check --template "$src/runtime/fortran/zerort.F90.in" "${headers[@]}" \
+if python3 "$gen" --check --template "$src/api/fortran/zerort.F90.in" "${headers[@]}" \
     "$tmp/extra.h" 2> "$tmp/err"; then
   echo "FAILED: gen_fortran.py accepted functions it cannot bind" >&2
   exit 1

@@ -49,31 +49,32 @@ std::optional<uint64_t> enumerator_value(const std::string &text) {
 
 std::vector<HeaderEnum> header_enums() {
   std::vector<HeaderEnum> out;
-  const fs::path dir = fs::path(ZRT_SOURCE_DIR) / "runtime/include/zerort";
   static const std::regex block(R"(enum\s+(zrt_\w+_field)\s*\{([^}]*)\})");
   static const std::regex entry(R"((ZRT_\w+)\s*=\s*([^,/\n]+))");
-  for (const auto &file : fs::directory_iterator(dir)) {
-    if (file.path().extension() != ".h") continue;
-    const std::string text = read_text(file.path());
-    for (std::sregex_iterator b(text.begin(), text.end(), block), end; b != end; ++b) {
-      HeaderEnum e;
-      e.name = (*b)[1];
-      e.file = file.path().filename().string();
-      const std::string body = (*b)[2];
-      for (std::sregex_iterator f(body.begin(), body.end(), entry); f != end; ++f) {
-        const std::string name = (*f)[1];
-        std::optional<uint64_t> value = enumerator_value((*f)[2]);
-        EXPECT_TRUE(value.has_value()) << e.file << ": " << name << " = " << (*f)[2]
-                                       << " is not of the form 1u << N or (1u << N) - 1";
-        if (!value) continue;
-        if (name.ends_with("_ALL"))
-          e.all = *value;
-        else
-          e.fields[name] = *value;
+  for (const char *layer : {"runtime", "memory", "comm", "optim", "api"})
+    for (const auto &file :
+         fs::directory_iterator(fs::path(ZRT_SOURCE_DIR) / layer / "include/zerort")) {
+      if (file.path().extension() != ".h") continue;
+      const std::string text = read_text(file.path());
+      for (std::sregex_iterator b(text.begin(), text.end(), block), end; b != end; ++b) {
+        HeaderEnum e;
+        e.name = (*b)[1];
+        e.file = file.path().filename().string();
+        const std::string body = (*b)[2];
+        for (std::sregex_iterator f(body.begin(), body.end(), entry); f != end; ++f) {
+          const std::string name = (*f)[1];
+          std::optional<uint64_t> value = enumerator_value((*f)[2]);
+          EXPECT_TRUE(value.has_value()) << e.file << ": " << name << " = " << (*f)[2]
+                                         << " is not of the form 1u << N or (1u << N) - 1";
+          if (!value) continue;
+          if (name.ends_with("_ALL"))
+            e.all = *value;
+          else
+            e.fields[name] = *value;
+        }
+        out.push_back(std::move(e));
       }
-      out.push_back(std::move(e));
     }
-  }
   return out;
 }
 

@@ -1,4 +1,4 @@
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 
 #include <algorithm>
 #include <map>

@@ -42,7 +42,7 @@
 #include "optim/pending_save.hpp"
 #include "optim/stage_layout.hpp"
 #include "runtime/agreement_watch.hpp"
-#include "runtime/context.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "zerort/engine.h"
 

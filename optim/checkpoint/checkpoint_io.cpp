@@ -1,4 +1,4 @@
-#include "optim/checkpoint/checkpoint.hpp"
+#include "optim/checkpoint/checkpoint_io.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,7 +16,7 @@
 #include "optim/checkpoint/blocks.hpp"
 #include "optim/checkpoint/checkpoint_paths.hpp"
 #include "optim/checkpoint/h5.hpp"
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
 #include "runtime/regular_file.hpp"

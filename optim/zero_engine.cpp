@@ -1,4 +1,4 @@
-#include "optim/engine.hpp"
+#include "optim/zero_engine.hpp"
 
 #include <algorithm>
 #include <cmath>
