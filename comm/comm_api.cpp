@@ -1,4 +1,5 @@
 // The C entry points of zerort/comm.h (and zrt_context_comm).
+#include "comm/collective_request.hpp"
 #include "comm/comm_fields.hpp"
 #include "comm/comm_handles.hpp"
 #include "comm/comm_part.hpp"
@@ -6,6 +7,7 @@
 #include "comm/dtype.hpp"
 #include "comm/partition.hpp"
 #include "runtime/agree.hpp"
+#include "runtime/async_request.hpp"
 #include "runtime/runtime_context.hpp"
 #include "zerort/comm.h"
 
@@ -208,75 +210,55 @@ ZRT_API zrt_status_t zrt_dtype_convert(const void *in, zrt_dtype_t from, void *o
   });
 }
 
-ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                             size_t count, zrt_dtype_t dtype, zrt_op_t op,
-                                             zrt_request_h *request_p) {
-  return post("zrt_reduce_scatter_post", comm,
+ZRT_API zrt_status_t zrt_comm_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf,
+                                                  void *recvbuf, size_t count, zrt_dtype_t dtype,
+                                                  zrt_op_t op, zrt_request_h *request_p) {
+  return post("zrt_comm_reduce_scatter_post", comm,
               make(CollKind::ReduceScatter, sendbuf, recvbuf, count, dtype, op, 0), request_p);
 }
 
-ZRT_API zrt_status_t zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                         size_t count, zrt_dtype_t dtype,
-                                         zrt_request_h *request_p) {
-  return post("zrt_all_gather_post", comm,
+ZRT_API zrt_status_t zrt_comm_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                              size_t count, zrt_dtype_t dtype,
+                                              zrt_request_h *request_p) {
+  return post("zrt_comm_all_gather_post", comm,
               make(CollKind::AllGather, sendbuf, recvbuf, count, dtype, ZRT_OP_SUM, 0), request_p);
 }
 
-ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                         size_t count, zrt_dtype_t dtype, zrt_op_t op,
-                                         zrt_request_h *request_p) {
-  return post("zrt_all_reduce_post", comm,
+ZRT_API zrt_status_t zrt_comm_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                              size_t count, zrt_dtype_t dtype, zrt_op_t op,
+                                              zrt_request_h *request_p) {
+  return post("zrt_comm_all_reduce_post", comm,
               make(CollKind::AllReduce, sendbuf, recvbuf, count, dtype, op, 0), request_p);
 }
 
-ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
-                                        int root, zrt_request_h *request_p) {
-  return post("zrt_broadcast_post", comm,
+ZRT_API zrt_status_t zrt_comm_broadcast_post(zrt_comm_h comm, void *buf, size_t count,
+                                             zrt_dtype_t dtype, int root,
+                                             zrt_request_h *request_p) {
+  return post("zrt_comm_broadcast_post", comm,
               make(CollKind::Broadcast, nullptr, buf, count, dtype, ZRT_OP_SUM, root), request_p);
 }
 
-ZRT_API zrt_status_t zrt_request_test(zrt_request_h request) {
-  return abi_call("zrt_request_test", [&] { return request_from(request).test(); });
-}
-
-ZRT_API zrt_status_t zrt_request_wait(zrt_request_h request) {
-  return abi_call("zrt_request_wait", [&] { return request_from(request).wait(); });
-}
-
-ZRT_API zrt_status_t zrt_request_free(zrt_request_h request) {
-  return abi_call("zrt_request_free", [&] {
-    Request &r = request_from(request);
-    if (!r.finished())
-      fail(ZRT_ERR_INVALID_STATE, "{} is still in progress; wait for it before freeing it",
-           r.args().describe());
-    Communicator &c = r.comm();
-    request_table().remove(handle_value(request), "request");
-    c.request_freed();
-    return ZRT_SUCCESS;
-  });
-}
-
-ZRT_API zrt_status_t zrt_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                        size_t count, zrt_dtype_t dtype, zrt_op_t op) {
-  return run("zrt_reduce_scatter", comm,
+ZRT_API zrt_status_t zrt_comm_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                             size_t count, zrt_dtype_t dtype, zrt_op_t op) {
+  return run("zrt_comm_reduce_scatter", comm,
              make(CollKind::ReduceScatter, sendbuf, recvbuf, count, dtype, op, 0));
 }
 
-ZRT_API zrt_status_t zrt_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zrt_dtype_t dtype) {
-  return run("zrt_all_gather", comm,
+ZRT_API zrt_status_t zrt_comm_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype) {
+  return run("zrt_comm_all_gather", comm,
              make(CollKind::AllGather, sendbuf, recvbuf, count, dtype, ZRT_OP_SUM, 0));
 }
 
-ZRT_API zrt_status_t zrt_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zrt_dtype_t dtype, zrt_op_t op) {
-  return run("zrt_all_reduce", comm,
+ZRT_API zrt_status_t zrt_comm_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype, zrt_op_t op) {
+  return run("zrt_comm_all_reduce", comm,
              make(CollKind::AllReduce, sendbuf, recvbuf, count, dtype, op, 0));
 }
 
-ZRT_API zrt_status_t zrt_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
-                                   int root) {
-  return run("zrt_broadcast", comm,
+ZRT_API zrt_status_t zrt_comm_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
+                                        int root) {
+  return run("zrt_comm_broadcast", comm,
              make(CollKind::Broadcast, nullptr, buf, count, dtype, ZRT_OP_SUM, root));
 }
 

@@ -4,10 +4,10 @@
 
 #include "comm/validate_args.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/graveyard.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

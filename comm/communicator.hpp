@@ -1,7 +1,7 @@
 // The object behind zrt_comm_h: a group of ranks, its backends, its watchdog, its memory
 // (comm_memory.hpp), and the progress engine that starts its collectives in order and
 // steps them to completion. The engine decides when each request moves on; the request
-// (request.hpp) makes the move, its argument check included (arg_check.hpp).
+// (collective_request.hpp) makes the move, its argument check included (arg_check.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "comm/collective_request.hpp"
 #include "comm/comm_memory.hpp"
 #include "comm/registry.hpp"
-#include "comm/request.hpp"
 #include "runtime/agreement_watch.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/watchdog.hpp"

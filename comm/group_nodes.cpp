@@ -3,9 +3,9 @@
 #include <map>
 
 #include "runtime/agree.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

@@ -12,10 +12,10 @@
 #include "comm/staged/staged_backend.hpp"
 #include "memory/memory_part.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 #if ZRT_HAVE_UCX
 #include "comm/ucx/ucx_backend.hpp"
 #endif

@@ -67,12 +67,12 @@ ZRT_API zrt_status_t zrt_context_pool(zrt_context_h context, zrt_memory_space_t 
   });
 }
 
-ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit) {
+ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit_p) {
   return abi_call("zrt_context_memory_limit", [&] {
     Context &c = context_from(context);
-    require_nonnull(limit, "limit");
-    memory_limit_table().check(*limit);
-    memory_limit_table().fill(c.part<MemoryPart>().host_room(), *limit);
+    require_nonnull(limit_p, "limit_p");
+    memory_limit_table().check(*limit_p);
+    memory_limit_table().fill(c.part<MemoryPart>().host_room(), *limit_p);
     return ZRT_SUCCESS;
   });
 }
@@ -185,14 +185,14 @@ ZRT_API zrt_status_t zrt_pool_trim(zrt_pool_h pool, size_t *released_bytes_p) {
   });
 }
 
-ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats) {
+ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats_p) {
   return abi_call("zrt_pool_stats", [&] {
     Pool &p = *pool_from(pool).pool;
-    require_nonnull(stats, "stats");
-    pool_stats_table().check(*stats);  // before the stats drain the caches
-    zrt_pool_stats_t out = *stats;
+    require_nonnull(stats_p, "stats_p");
+    pool_stats_table().check(*stats_p);  // before the stats drain the caches
+    zrt_pool_stats_t out = *stats_p;
     pool_stats_table().fill(p.stats(), out);
-    *stats = out;
+    *stats_p = out;
     return ZRT_SUCCESS;
   });
 }

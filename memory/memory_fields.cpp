@@ -54,7 +54,7 @@ const ParamTable<PoolParams, PoolRequest> kPoolParams{
 
 const ReportTable<Stats, PoolStats> kPoolStats{
     "zrt_pool_stats_field",
-    "stats",
+    "stats_p",
     {
         {ZRT_POOL_STATS_FIELD_SPACE, "space",
          [](const PoolStats &s, Stats &o) {
@@ -123,7 +123,7 @@ const ParamTable<OffloadParams, OffloadRequest> kOffloadParams{
 
 const ReportTable<OStats, OffloadStats> kOffloadStats{
     "zrt_offload_stats_field",
-    "stats",
+    "stats_p",
     {
         {ZRT_OFFLOAD_STATS_FIELD_COUNTS, "pushes, fetches, discards, prefetches, tokens",
          [](const OffloadStats &s, OStats &o) {
@@ -155,7 +155,7 @@ const ReportTable<OStats, OffloadStats> kOffloadStats{
 
 const ReportTable<Limit, Room> kMemoryLimit{
     "zrt_memory_limit_field",
-    "limit",
+    "limit_p",
     {
         {ZRT_MEMORY_LIMIT_FIELD_LIMIT, "kind, limit_bytes, sharing_ranks",
          [](const Room &r, Limit &o) {

@@ -106,14 +106,14 @@ ZRT_API zrt_status_t zrt_offload_discard(zrt_offload_h offload, zrt_offload_toke
   });
 }
 
-ZRT_API zrt_status_t zrt_offload_stats(zrt_offload_h offload, zrt_offload_stats_t *stats) {
+ZRT_API zrt_status_t zrt_offload_stats(zrt_offload_h offload, zrt_offload_stats_t *stats_p) {
   return abi_call("zrt_offload_stats", [&] {
     Offload &o = offload_from(offload);
-    require_nonnull(stats, "stats");
-    offload_stats_table().check(*stats);
-    zrt_offload_stats_t out = *stats;
+    require_nonnull(stats_p, "stats_p");
+    offload_stats_table().check(*stats_p);
+    zrt_offload_stats_t out = *stats_p;
     offload_stats_table().fill(o.stats(), out);
-    *stats = out;
+    *stats_p = out;
     return ZRT_SUCCESS;
   });
 }

@@ -2,9 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/dtype.hpp"
-#include "optim/zero_engine.hpp"
 #include "optim/engine_part.hpp"
 #include "optim/memory_report_fields.hpp"
+#include "optim/zero_engine.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/field_table.hpp"
 #include "runtime/settings_agreement.hpp"
@@ -224,8 +224,8 @@ ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void
   });
 }
 
-ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p) {
-  return abi_call("zrt_grad_data", [&] {
+ZRT_API zrt_status_t zrt_param_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p) {
+  return abi_call("zrt_param_grad_data", [&] {
     Engine &e = engine_from(engine);
     int index = param_index(e, param);
     require_nonnull(data_p, "data_p");
@@ -234,8 +234,8 @@ ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void 
   });
 }
 
-ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param) {
-  return abi_call("zrt_grad_ready", [&] {
+ZRT_API zrt_status_t zrt_param_grad_ready(zrt_engine_h engine, zrt_param_h param) {
+  return abi_call("zrt_param_grad_ready", [&] {
     Engine &e = engine_from(engine);
     e.grad_ready(param_index(e, param));
     return ZRT_SUCCESS;

@@ -10,8 +10,8 @@
 // max_live_elements and the gatherer's buffer sizes (gathered_bound()).
 #pragma once
 
-#include "optim/zero_engine.hpp"
 #include "optim/param_registry.hpp"
+#include "optim/zero_engine.hpp"
 
 namespace zrt {
 

@@ -100,7 +100,7 @@ void *GradientReducer::grad_data(int index) {
   if (ready_[static_cast<size_t>(index)])
     fail(ZRT_ERR_INVALID_STATE,
          "the gradient of '{}' was already made ready in this micro-step; ask for its buffer "
-         "before zrt_grad_ready",
+         "before zrt_param_grad_ready",
          p.name);
   if (stage_.reduction != Reduction::ReduceScatterBuckets) return state_.grads(p.offset);
   const BucketInfo &b = layout_.bucket(p.bucket);
@@ -143,7 +143,7 @@ void GradientReducer::grad_ready(int index) {
   const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
   char &ready = ready_[static_cast<size_t>(index)];
   if (ready)
-    fail(ZRT_ERR_INVALID_STATE, "zrt_grad_ready was called twice for '{}' in one micro-step",
+    fail(ZRT_ERR_INVALID_STATE, "zrt_param_grad_ready was called twice for '{}' in one micro-step",
          p.name);
   ready = 1;
   for (int k = p.bucket; k < p.bucket + p.buckets; ++k)

@@ -2,7 +2,7 @@
 // are ready, and the reductions that follow (stage_layout.hpp's Reduction).
 //
 // Buckets are reduced in the fixed bucket order, each once all of its gradients are ready
-// and every earlier bucket has been posted, so the order in which zrt_grad_ready is called
+// and every earlier bucket has been posted, so the order in which zrt_param_grad_ready is called
 // (which may differ across ranks) never reaches the collectives.
 //
 //  - stage 0: all-reduce of the full gradient buffer, bucket by bucket, on the last

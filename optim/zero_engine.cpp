@@ -321,13 +321,13 @@ void Engine::release(int index) {
 // --- gradients ---------------------------------------------------------------------------
 
 void *Engine::grad_data(int index) {
-  require_committed("zrt_grad_data");
+  require_committed("zrt_param_grad_data");
   param(index);
   return reducer_->grad_data(index);
 }
 
 void Engine::grad_ready(int index) {
-  require_committed("zrt_grad_ready");
+  require_committed("zrt_param_grad_ready");
   param(index);
   reducer_->grad_ready(index);
 }
@@ -348,7 +348,7 @@ void Engine::validate_ready(const std::function<void()> &check) {
           require_committed("zrt_engine_step");
           if (int missing = reducer_->first_not_ready(); missing >= 0)
             fail(ZRT_ERR_INVALID_STATE,
-                 "the gradient of '{}' was not made ready (zrt_grad_ready) before "
+                 "the gradient of '{}' was not made ready (zrt_param_grad_ready) before "
                  "zrt_engine_step",
                  param(missing).name);
         },

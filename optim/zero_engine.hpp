@@ -42,8 +42,8 @@
 #include "optim/pending_save.hpp"
 #include "optim/stage_layout.hpp"
 #include "runtime/agreement_watch.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/mpi_comm.hpp"
+#include "runtime/runtime_context.hpp"
 #include "zerort/engine.h"
 
 namespace zrt {

@@ -230,7 +230,7 @@ std::vector<ConfigKey> deepspeed_keys() {
                 "zerort always loads the fp32 master weights of a checkpoint"),
       flag_only("zero_optimization.ignore_unused_parameters", false,
                 "zrt_engine_step needs every registered parameter's gradient "
-                "(zrt_grad_ready; zeros for an unused one)"),
+                "(zrt_param_grad_ready; zeros for an unused one)"),
       flag_only("zero_optimization.stage3_gather_16bit_weights_on_model_save", true,
                 "zerort's checkpoints always hold whole tensors, gathered from the shards "
                 "(zrt-ckpt export writes them in 16 bits if asked)"),

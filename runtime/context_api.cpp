@@ -1,8 +1,8 @@
 // The C entry points of zerort/context.h.
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/field_table.hpp"
 #include "runtime/format_bytes.hpp"
+#include "runtime/runtime_context.hpp"
 #include "runtime/string_out.hpp"
 #include "zerort/context.h"
 
@@ -14,7 +14,7 @@ using Attr = zrt_context_attr_t;
 
 const ReportTable<Attr, Context> kContextAttr{
     "zrt_context_attr_field",
-    "attr",
+    "attr_p",
     {
         {ZRT_CONTEXT_ATTR_FIELD_RANK, "rank", [](const Context &c, Attr &a) { a.rank = c.rank(); }},
         {ZRT_CONTEXT_ATTR_FIELD_SIZE, "size", [](const Context &c, Attr &a) { a.size = c.size(); }},
@@ -97,13 +97,13 @@ ZRT_API zrt_status_t zrt_finalize(zrt_context_h context) {
   });
 }
 
-ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr) {
+ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr_p) {
   return abi_call("zrt_context_query", [&] {
     const Context &c = context_from(context);
-    require_nonnull(attr, "attr");
-    zrt_context_attr_t out = *attr;
+    require_nonnull(attr_p, "attr_p");
+    zrt_context_attr_t out = *attr_p;
     kContextAttr.fill(c, out);
-    *attr = out;
+    *attr_p = out;
     return ZRT_SUCCESS;
   });
 }

@@ -58,10 +58,22 @@ class Api:
         self.handles = {}  # C typedef name -> Fortran type name
         self.structs = []  # (C typedef, Fortran name, [(ctype, name, array)])
         self.functions = []  # (name, return, [(ctype, name)])
+        self.deprecated = {}  # name -> its replacement
 
     def parse(self, path):
-        text = strip_comments(open(path).read())
+        raw = open(path).read()
+        text = strip_comments(raw)
         values = {c[0]: c[1] for c in self.constants}
+        # Field bits: "@name zrt_x_field ... @{", a #define per bit (ZRT_BIT(n), and the
+        # _ALL value (ZRT_BIT(n) - 1)), "@}". Macros, since an enum stops at bit 30.
+        for m in re.finditer(r"@name\s+(zrt_\w+_field)\b[^@]*@\{(.*?)@\}", raw, re.S):
+            for d in re.finditer(r"^#define\s+(ZRT_\w+)\s+(.*?)\s*(?:/\*.*)?$",
+                                 m.group(2), re.M):
+                name = d.group(1)
+                py = re.sub(r"ZRT_BIT\((\d+)\)", r"(1 << \1)", d.group(2))
+                value = eval(py, {"__builtins__": {}})  # our own headers' integer arithmetic
+                values[name] = value
+                self.constants.append((name, value, m.group(1)))
         for m in re.finditer(r"(typedef\s+)?enum\s+(\w+)\s*\{(.*?)\}\s*(\w*)\s*;", text, re.S):
             enum = m.group(2)
             if m.group(4):
@@ -103,8 +115,13 @@ class Api:
                     am = re.fullmatch(r"(\w+)\s*(?:\[\s*(\w+)\s*\])?", one)
                     members.append((base + "*" * stars, am.group(1), am.group(2)))
             self.structs.append((m.group(2), None, members))
-        for m in re.finditer(r"ZRT_API\s+((?:const\s+)?\w+\s*\**)\s*(zrt_\w+)\s*\(([^)]*)\)\s*;",
-                             text):
+        # A name kept one version for the old API (ZRT_DEPRECATED("its replacement")) is
+        # not bound: Fortran programs get the new name only.
+        for m in re.finditer(r"ZRT_API\s+ZRT_DEPRECATED\(\s*\"(\w+)\"\s*\)\s+(?:const\s+)?\w+"
+                             r"\s*\**\s*(zrt_\w+)\s*\(", raw):
+            self.deprecated[m.group(2)] = m.group(1)
+        for m in re.finditer(r"ZRT_API\s+(?:ZRT_DEPRECATED\(\s*\"\w+\"\s*\)\s+)?"
+                             r"((?:const\s+)?\w+\s*\**)\s*(zrt_\w+)\s*\(([^)]*)\)\s*;", text):
             args = []
             raw = " ".join(m.group(3).split())
             if raw and raw != "void":
@@ -388,7 +405,7 @@ def main():
     raws, bodies, publics, generics = [], [], [], []
     generated, missing = [], []
     for fname, ret, args in api.functions:
-        if fname in by_hand or fname in C_ONLY:
+        if fname in by_hand or fname in C_ONLY or fname in api.deprecated:
             continue
         if ret != "zrt_status_t":
             missing.append(f"{fname} (returns {ret})")
@@ -412,11 +429,13 @@ def main():
     total = len(api.functions)
     report = (f"gen_fortran: {total} ZRT_API functions: {len(generated)} generated, "
               f"{len(by_hand & {f[0] for f in api.functions})} bound by hand, "
-              f"{len(C_ONLY)} C-only")
+              f"{len(C_ONLY)} C-only, {len(api.deprecated)} deprecated (not bound)")
     if a.check:
         print(report)
         for name, why in sorted(C_ONLY.items()):
             print(f"  C-only {name}: {why}")
+        for name, replacement in sorted(api.deprecated.items()):
+            print(f"  deprecated {name}: use {replacement}")
         return 0
 
     # Fortran names ignore case: one name for two things does not compile, so say which.

@@ -181,12 +181,12 @@ int run_ckpt(const CkptOptions &opt) {
     for (size_t i = handles.size(); i-- > 0;) {
       void *grad = nullptr;
       CCHECK(zrt_param_gather(e, handles[i]));
-      CCHECK(zrt_grad_data(e, handles[i], &grad));
+      CCHECK(zrt_param_grad_data(e, handles[i], &grad));
       zrt_param_info_t info{};
       info.field_mask = ZRT_PARAM_INFO_FIELD_ALL;
       CCHECK(zrt_param_info(e, handles[i], &info));
       std::fill_n(static_cast<float *>(grad), info.numel, 1e-3f);
-      CCHECK(zrt_grad_ready(e, handles[i]));
+      CCHECK(zrt_param_grad_ready(e, handles[i]));
       CCHECK(zrt_param_release(e, handles[i]));
     }
     CCHECK(zrt_engine_step(e, nullptr));
@@ -238,13 +238,16 @@ int run_ckpt(const CkptOptions &opt) {
       alone += step();
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    zrt_checkpoint_request_h request = nullptr;
-    CCHECK(zrt_checkpoint_save_async(e, path.c_str(), nullptr, &request));
+    zrt_request_h request = nullptr;
+    CCHECK(zrt_checkpoint_save_post(e, path.c_str(), nullptr, &request));
     async_block = std::min(async_block, slowest(MPI_Wtime() - t0));
-    for (int done = 0; !done; ++overlapping) {
+    for (bool done = false; !done; ++overlapping) {
       overlapped += step();
-      CCHECK(zrt_checkpoint_test(request, &done));
+      const zrt_status_t tested = zrt_request_test(request);
+      if (tested != ZRT_IN_PROGRESS) CCHECK(tested);
+      done = tested == ZRT_SUCCESS;
     }
+    CCHECK(zrt_request_free(request));
     overlap_ratios.push_back((overlapped / overlapping) / (alone / 3));
     plain_step += alone;
     plain_steps += 3;

@@ -185,7 +185,8 @@ int run_comm(const CommOptions &opt) {
       double bus_factor = static_cast<double>(n - 1) / n;
       if (op == "reduce_scatter") {
         ours = [&](zrt_comm_h comm, char *sb, char *rb) {
-          fail_if(zrt_reduce_scatter(comm, sb, rb, count, dt, ZRT_OP_SUM), "zrt_reduce_scatter");
+          fail_if(zrt_comm_reduce_scatter(comm, sb, rb, count, dt, ZRT_OP_SUM),
+                  "zrt_comm_reduce_scatter");
         };
         theirs = [&] {
           if (even)
@@ -197,7 +198,8 @@ int run_comm(const CommOptions &opt) {
         };
       } else if (op == "all_gather") {
         ours = [&](zrt_comm_h comm, char *sb, char *rb) {
-          fail_if(zrt_all_gather(comm, sb + own_offset * es, rb, count, dt), "zrt_all_gather");
+          fail_if(zrt_comm_all_gather(comm, sb + own_offset * es, rb, count, dt),
+                  "zrt_comm_all_gather");
         };
         theirs = [&] {
           if (even)
@@ -212,7 +214,8 @@ int run_comm(const CommOptions &opt) {
         // output): out of place, a rank copies the whole buffer whatever the algorithm, so
         // its bus bandwidth cannot pass (n-1)/n of memcpy's; in place it copies (n-1)/n.
         ours = [&](zrt_comm_h comm, char *, char *rb) {
-          fail_if(zrt_all_gather(comm, rb + own_offset * es, rb, count, dt), "zrt_all_gather");
+          fail_if(zrt_comm_all_gather(comm, rb + own_offset * es, rb, count, dt),
+                  "zrt_comm_all_gather");
         };
         theirs = [&] {
           if (even)
@@ -225,7 +228,7 @@ int run_comm(const CommOptions &opt) {
       } else if (op == "all_reduce") {
         bus_factor *= 2;
         ours = [&](zrt_comm_h comm, char *sb, char *rb) {
-          fail_if(zrt_all_reduce(comm, sb, rb, count, dt, ZRT_OP_SUM), "zrt_all_reduce");
+          fail_if(zrt_comm_all_reduce(comm, sb, rb, count, dt, ZRT_OP_SUM), "zrt_comm_all_reduce");
         };
         theirs = [&] {
           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), mpi_type, MPI_SUM,

@@ -164,7 +164,7 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
         void *data = nullptr, *grad = nullptr;
         ZCHECK(zrt_param_data(e, h, &data));
         size_t n = h == W[static_cast<size_t>(l)] ? init.size() : static_cast<size_t>(opt.width);
-        ZCHECK(zrt_grad_data(e, h, &grad));
+        ZCHECK(zrt_param_grad_data(e, h, &grad));
         if (host_touches) {
           sink = sink + synthetic_compute(static_cast<float *>(data), n, 2 * opt.passes);
           float *g = static_cast<float *>(grad);
@@ -172,7 +172,7 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
             g[i] += 1e-3f;
         }
         if (gpu != nullptr && n == init.size()) gpu->run(2 * opt.passes);
-        ZCHECK(zrt_grad_ready(e, h));
+        ZCHECK(zrt_param_grad_ready(e, h));
         ZCHECK(zrt_param_release(e, h));
       }
     }

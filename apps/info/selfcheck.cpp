@@ -89,7 +89,7 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
             sum += value_of(r, i, salt);
           store(want.data(), i, dt, reduced(dt, op, sum, n));
         }
-        zrt_status_t st = zrt_all_reduce(comm, send.data(), recv.data(), count, dt, op);
+        zrt_status_t st = zrt_comm_all_reduce(comm, send.data(), recv.data(), count, dt, op);
         if (st != ZRT_SUCCESS) return zrt_last_error_message();
         for (size_t i = 0; i < count; ++i)
           if (std::memcmp(&recv[i * es], &want[i * es], es) != 0)
@@ -108,7 +108,7 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
             sum += value_of(r, offset + i, salt);
           store(want.data(), i, dt, reduced(dt, op, sum, n));
         }
-        zrt_status_t st = zrt_reduce_scatter(comm, send.data(), recv.data(), count, dt, op);
+        zrt_status_t st = zrt_comm_reduce_scatter(comm, send.data(), recv.data(), count, dt, op);
         if (st != ZRT_SUCCESS) return zrt_last_error_message();
         for (size_t i = 0; i < shard; ++i)
           if (std::memcmp(&recv[i * es], &want[i * es], es) != 0)
@@ -129,7 +129,7 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
         for (size_t i = 0; i < l; ++i)
           store(want.data(), o + i, dt, value_of(r, o + i, salt));
       }
-      zrt_status_t st = zrt_all_gather(comm, send.data(), recv.data(), count, dt);
+      zrt_status_t st = zrt_comm_all_gather(comm, send.data(), recv.data(), count, dt);
       if (st != ZRT_SUCCESS) return zrt_last_error_message();
       if (std::memcmp(recv.data(), want.data(), recv.size()) != 0)
         return fmt::format("count {}: gathered buffer differs from the reference", count);
@@ -142,7 +142,7 @@ std::vector<SelfCheckResult> run_selfcheck(zrt_comm_h comm) {
         store(buf.data(), i, dt, value_of(rank, i, salt));
         store(want.data(), i, dt, value_of(root, i, salt));
       }
-      zrt_status_t st = zrt_broadcast(comm, buf.data(), count, dt, root);
+      zrt_status_t st = zrt_comm_broadcast(comm, buf.data(), count, dt, root);
       if (st != ZRT_SUCCESS) return zrt_last_error_message();
       if (std::memcmp(buf.data(), want.data(), buf.size()) != 0)
         return fmt::format("count {}: broadcast buffer differs from root's", count);

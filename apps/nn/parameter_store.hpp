@@ -4,8 +4,8 @@
 //   LocalParameterStore  one contiguous buffer each for values and gradients (llm.c style);
 //                        the temporary single-program path, and the tests' reference.
 //   the engine's store   values and gradients in zerort's engine (zrt_param_data,
-//                        zrt_grad_data, zrt_grad_ready), any ZeRO stage: the calls below
-//                        map one to one onto engine.h.
+//                        zrt_param_grad_data, zrt_param_grad_ready), any ZeRO stage: the calls
+//                        below map one to one onto engine.h.
 #pragma once
 
 #include <vector>
@@ -57,11 +57,11 @@ class ParameterStore {
 
   /// Where backward writes tensor @p id's gradient; valid until grad_ready(id). Backward
   /// asks right before its first write (wte's is held from the LM head to the embedding,
-  /// the whole backward, because the two share it). Engine: zrt_grad_data.
+  /// the whole backward, because the two share it). Engine: zrt_param_grad_data.
   virtual GradBuffer<T> grad(int id) = 0;
   /// Tensor @p id's gradient is complete; called once per tensor per backward, layer by
   /// layer as backward goes, so reductions can overlap the rest of backward. Engine:
-  /// zrt_grad_ready.
+  /// zrt_param_grad_ready.
   virtual void grad_ready(int id) = 0;
 };
 

@@ -169,7 +169,7 @@ class EngineParameterStore final : public ParameterStore<float> {
     if (direct_) {
       // The engine's buffer holds zeros or the earlier micro-steps' sum: always add.
       void *g = nullptr;
-      check(zrt_grad_data(engine_, handle(id), &g));
+      check(zrt_param_grad_data(engine_, handle(id), &g));
       return {static_cast<float *>(g), true};
     }
     auto &g = grads_[static_cast<size_t>(id)];
@@ -185,7 +185,7 @@ class EngineParameterStore final : public ParameterStore<float> {
         throw std::logic_error(
             fmt::format("gradient of {} made ready without grad()", tensors_[size_t(id)].name));
       void *dst = nullptr;
-      check(zrt_grad_data(engine_, handle(id), &dst));
+      check(zrt_param_grad_data(engine_, handle(id), &dst));
       CVec<float> src(g.data(), g.extent(0));
       if (on_device_)
         engine_store_kernels::add_grads<MemSpace>(dst, dtype_, src);
@@ -194,7 +194,7 @@ class EngineParameterStore final : public ParameterStore<float> {
       if (!stream_ordered_) Kokkos::fence();
       give_staging(g);
     }
-    check(zrt_grad_ready(engine_, handle(id)));
+    check(zrt_param_grad_ready(engine_, handle(id)));
   }
 
  private:
@@ -344,7 +344,10 @@ class EngineModelState final : public ModelState {
   ~EngineModelState() override {
     store_.reset();
     // A background save still writing is published by the destroy, which waits for it.
-    if (pending_ != nullptr) zrt_checkpoint_wait(pending_);
+    if (pending_ != nullptr) {
+      zrt_request_wait(pending_);
+      zrt_request_free(pending_);
+    }
     zrt_engine_destroy(engine_);
   }
 
@@ -410,7 +413,7 @@ class EngineModelState final : public ModelState {
     p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_METADATA;
     p.metadata = metadata.c_str();
     if (background)
-      check(zrt_checkpoint_save_async(engine_, path.c_str(), &p, &pending_));
+      check(zrt_checkpoint_save_post(engine_, path.c_str(), &p, &pending_));
     else
       check(zrt_checkpoint_save(engine_, path.c_str(), &p));
   }
@@ -418,8 +421,12 @@ class EngineModelState final : public ModelState {
   // The background save before, published (or its failure thrown).
   void wait_for_save() {
     if (pending_ == nullptr) return;
-    zrt_checkpoint_request_h request = std::exchange(pending_, nullptr);
-    check(zrt_checkpoint_wait(request));
+    zrt_request_h request = std::exchange(pending_, nullptr);
+    const zrt_status_t waited = zrt_request_wait(request);
+    // The wait's message, before the free (which cannot fail on an ended request).
+    const std::string why = waited == ZRT_SUCCESS ? "" : zrt_last_error_message();
+    zrt_request_free(request);
+    if (waited != ZRT_SUCCESS) throw std::runtime_error(why);
   }
 
   void load(const std::string &path) override {
@@ -459,9 +466,9 @@ class EngineModelState final : public ModelState {
     return nlohmann::json::parse(text);
   }
 
-  zrt_checkpoint_request_h pending_ = nullptr;  // the background save in flight
-  zrt_dtype_t dtype_ = ZRT_DTYPE_FP32;          // the engine's compute dtype
-  bool program_lr_ = true;                      // no scheduler: step() sets the rate
+  zrt_request_h pending_ = nullptr;     // the background save in flight
+  zrt_dtype_t dtype_ = ZRT_DTYPE_FP32;  // the engine's compute dtype
+  bool program_lr_ = true;              // no scheduler: step() sets the rate
   EngineOptions opt_;
   nlohmann::json resolved_;  // zrt_engine_describe after commit
   int ranks_ = 1;

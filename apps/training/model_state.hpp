@@ -3,14 +3,14 @@
 // (train/engine_model_state.hpp), and tests wrap it:
 //
 //   ModelState              zerort engine (engine.h)
-//   store()                 a ParameterStore over zrt_param_data / zrt_grad_data /
-//                           zrt_grad_ready / zrt_param_gather / zrt_param_release
+//   store()                 a ParameterStore over zrt_param_data / zrt_param_grad_data /
+//                           zrt_param_grad_ready / zrt_param_gather / zrt_param_release
 //   loss_scale()            zrt_engine_loss_scale (1 unless fp16)
 //   step(lr)                zrt_engine_set_lr(lr) (unless the engine's scheduler sets the
 //                           rate: no lr); zrt_engine_step(&report), after every micro-step
 //                           (the engine counts them and updates on the last)
 //   memory()                zrt_engine_memory
-//   save(path, metadata)    zrt_checkpoint_save, or zrt_checkpoint_save_async (background)
+//   save(path, metadata)    zrt_checkpoint_save, or zrt_checkpoint_save_post (background)
 //   load(path)              zrt_checkpoint_load
 #pragma once
 

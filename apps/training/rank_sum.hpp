@@ -14,8 +14,8 @@ namespace training {
 /// null comm). Collective; throws std::runtime_error with zerort's message.
 inline void sum_over_ranks(zrt_comm_h comm, int size, std::vector<double> &values) {
   if (size <= 1 || !comm) return;
-  zrt_status_t rc =
-      zrt_all_reduce(comm, values.data(), values.data(), values.size(), ZRT_DTYPE_FP64, ZRT_OP_SUM);
+  zrt_status_t rc = zrt_comm_all_reduce(comm, values.data(), values.data(), values.size(),
+                                        ZRT_DTYPE_FP64, ZRT_OP_SUM);
   if (rc != ZRT_SUCCESS)
     throw std::runtime_error(fmt::format("all-reduce failed: {}", zrt_last_error_message()));
 }

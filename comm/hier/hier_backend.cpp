@@ -10,10 +10,10 @@
 #include "comm/registry.hpp"
 #include "comm/shm/shm_backend.hpp"
 #include "comm/start_order.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_comm.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

@@ -9,9 +9,9 @@
 #include "comm/nccl/ordered_sum_kernel.hpp"
 #include "comm/partition.hpp"
 #include "memory/cuda/cuda_device.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 
@@ -121,7 +121,7 @@ class NcclBackend final : public Backend {
       check_cuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(ready), 0),
                  "cudaStreamWaitEvent");
     } else if (!a.ready) {
-      // A plain call (zrt_all_reduce & co.) names no producer: it comes after the work the
+      // A plain call (zrt_comm_all_reduce & co.) names no producer: it comes after the work the
       // program already put on CUDA's legacy default stream, as a cudaMemcpy would. Without
       // this a cudaMemset of the buffers just before the call could land after the result
       // (seen on an H200, 2026-12-04).

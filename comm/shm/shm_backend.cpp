@@ -11,10 +11,10 @@
 #include "comm/shm/cma_phases.hpp"
 #include "comm/shm/mapped_phases.hpp"
 #include "comm/shm/shm_phase.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/log.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

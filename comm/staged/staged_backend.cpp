@@ -5,8 +5,8 @@
 #include "comm/registry.hpp"
 #include "memory/memory_part.hpp"
 #include "memory/pool_buffer.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 
@@ -81,7 +81,7 @@ class StagedOp final : public BackendOp {
     char *staging_in =
         plan_.in_place ? static_cast<char *>(recv_.data()) : static_cast<char *>(send_.data());
     Stream &s = *backend.stream_;
-    // A plain call (zrt_all_reduce & co.) names no producer: it comes after the work the
+    // A plain call (zrt_comm_all_reduce & co.) names no producer: it comes after the work the
     // program already put on its default stream, as a cudaMemcpy would. zerort's stream is
     // non-blocking, so without this a cudaMemset of the buffers just before the call could
     // land after the result (seen on an H200, 2026-12-04). On the emulated device the

@@ -8,9 +8,9 @@
 #include "comm/ordered_sum.hpp"
 #include "comm/partition.hpp"
 #include "comm/ucx/ucx_worker.hpp"
-#include "runtime/runtime_context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/runtime_context.hpp"
 
 namespace zrt {
 

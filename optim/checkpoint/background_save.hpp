@@ -29,8 +29,8 @@
 
 #include "optim/checkpoint/block_plan.hpp"
 #include "optim/checkpoint/direct_writer.hpp"
-#include "optim/zero_engine.hpp"
 #include "optim/pending_save.hpp"
+#include "optim/zero_engine.hpp"
 
 namespace zrt::checkpoint {
 

@@ -1,14 +1,16 @@
 // The C entry points of zerort/checkpoint.h.
 #include "optim/checkpoint/background_save.hpp"
-#include "optim/checkpoint/checkpoint_io.hpp"
 #include "optim/checkpoint/checkpoint_fields.hpp"
 #include "optim/checkpoint/checkpoint_file.hpp"
-#include "optim/zero_engine.hpp"
+#include "optim/checkpoint/checkpoint_io.hpp"
+#include "optim/checkpoint/save_request.hpp"
 #include "optim/engine_part.hpp"
+#include "optim/zero_engine.hpp"
 #include "runtime/string_out.hpp"
 #include "zerort/checkpoint.h"
 
 using namespace zrt;
+using zrt::checkpoint::SaveRequest;
 
 namespace {
 
@@ -25,21 +27,24 @@ CheckpointFile &file_of(zrt_checkpoint_h h) {
   return file_table().get(handle_value(h), "checkpoint");
 }
 
-// An asynchronous save and the engine it belongs to (by handle: the engine may be
-// destroyed first, having settled the save).
-struct SaveRequest {
-  std::shared_ptr<checkpoint::BackgroundSave> save;
-  uintptr_t engine;
-};
-
-HandleTable<SaveRequest> &request_table() {
-  static HandleTable<SaveRequest> table("checkpoint request");
-  return table;
+// A zrt_request_h of a save, for the API 2 calls that take one.
+SaveRequest &save_request_of(zrt_request_h h) {
+  SaveRequest *r = dynamic_cast<SaveRequest *>(&request_from(h, "request"));
+  if (r == nullptr)
+    fail(ZRT_ERR_INVALID_HANDLE, "request is not a checkpoint save (zrt_checkpoint_save_post)");
+  return *r;
 }
 
-// The ended save's outcome as the call's.
-void report(const checkpoint::BackgroundSave &save) {
-  if (save.status() != ZRT_SUCCESS) throw Error(save.status(), save.message());
+zrt_request_h post_save(zrt_engine_h engine, const char *path,
+                        const zrt_checkpoint_params_t *params) {
+  Engine &e = engine_of(engine);
+  require_nonnull(path, "path");
+  SaveOptions options;
+  std::map<std::string, std::string> no_keys;
+  checkpoint_params_table().read(params, no_keys, options);
+  auto save = checkpoint::save_async(e, path, options.metadata, options.keep_last);
+  return to_handle<zrt_request_h>(
+      request_table().insert(std::make_unique<SaveRequest>(save, handle_value(engine))));
 }
 
 }  // namespace
@@ -59,53 +64,59 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
   });
 }
 
-ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
-                                               const zrt_checkpoint_params_t *params,
-                                               zrt_checkpoint_request_h *request_p) {
-  return abi_call("zrt_checkpoint_save_async", [&] {
-    Engine &e = engine_of(engine);
-    require_nonnull(path, "path");
+ZRT_API zrt_status_t zrt_checkpoint_save_post(zrt_engine_h engine, const char *path,
+                                              const zrt_checkpoint_params_t *params,
+                                              zrt_request_h *request_p) {
+  return abi_call("zrt_checkpoint_save_post", [&] {
     require_nonnull(request_p, "request_p");
-    SaveOptions options;
-    std::map<std::string, std::string> no_keys;
-    checkpoint_params_table().read(params, no_keys, options);
-    auto save = checkpoint::save_async(e, path, options.metadata, options.keep_last);
-    *request_p = to_handle<zrt_checkpoint_request_h>(request_table().insert(
-        std::make_unique<SaveRequest>(SaveRequest{save, handle_value(engine)})));
+    *request_p = post_save(engine, path, params);
     return ZRT_SUCCESS;
   });
 }
 
+// --- API 2: the save's own request idiom, kept for API 3 over the requests of all --------
+
+ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
+                                               const zrt_checkpoint_params_t *params,
+                                               zrt_checkpoint_request_h *request_p) {
+  return abi_call("zrt_checkpoint_save_async", [&] {
+    require_nonnull(request_p, "request_p");
+    *request_p = post_save(engine, path, params);
+    return ZRT_SUCCESS;
+  });
+}
+
+// API 2 freed the request once the save had ended, failed or not.
 ZRT_API zrt_status_t zrt_checkpoint_test(zrt_checkpoint_request_h request, int *done_p) {
   return abi_call("zrt_checkpoint_test", [&] {
-    SaveRequest &r = request_table().get(handle_value(request), "checkpoint request");
+    SaveRequest &r = save_request_of(request);
     require_nonnull(done_p, "done_p");
-    std::shared_ptr<checkpoint::BackgroundSave> save = r.save;
-    *done_p = 0;
-    if (!save->ended()) {
-      try {
-        engine_table().get(r.engine, "engine").settle_save(false);
-      } catch (...) {
-        *done_p = 1;
-        request_table().remove(handle_value(request), "checkpoint request");
-        throw;
-      }
+    zrt_status_t status;
+    try {
+      status = r.test();
+    } catch (...) {
+      *done_p = 1;
+      request_table().remove(handle_value(request), "request");
+      throw;
     }
-    if (!save->ended()) return ZRT_SUCCESS;
-    *done_p = 1;
-    request_table().remove(handle_value(request), "checkpoint request");
-    report(*save);
+    *done_p = status == ZRT_IN_PROGRESS ? 0 : 1;
+    if (*done_p == 1) request_table().remove(handle_value(request), "request");
     return ZRT_SUCCESS;
   });
 }
 
 ZRT_API zrt_status_t zrt_checkpoint_wait(zrt_checkpoint_request_h request) {
   return abi_call("zrt_checkpoint_wait", [&] {
-    SaveRequest r = request_table().get(handle_value(request), "checkpoint request");
-    request_table().remove(handle_value(request), "checkpoint request");
-    if (!r.save->ended()) engine_table().get(r.engine, "engine").settle_save(true);
-    report(*r.save);
-    return ZRT_SUCCESS;
+    SaveRequest &r = save_request_of(request);
+    zrt_status_t status;
+    try {
+      status = r.wait();
+    } catch (...) {
+      request_table().remove(handle_value(request), "request");
+      throw;
+    }
+    request_table().remove(handle_value(request), "request");
+    return status;
   });
 }
 

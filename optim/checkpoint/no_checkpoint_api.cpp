@@ -18,6 +18,10 @@ ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h, const char *,
                                          const zrt_checkpoint_params_t *) {
   return unsupported("zrt_checkpoint_save");
 }
+ZRT_API zrt_status_t zrt_checkpoint_save_post(zrt_engine_h, const char *,
+                                              const zrt_checkpoint_params_t *, zrt_request_h *) {
+  return unsupported("zrt_checkpoint_save_post");
+}
 ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h, const char *,
                                                const zrt_checkpoint_params_t *,
                                                zrt_checkpoint_request_h *) {

@@ -26,8 +26,8 @@ int main(int argc, char **argv) {
   attr.field_mask = ZRT_CONTEXT_ATTR_FIELD_SIZE;
   if (zrt_context_query(ctx, &attr) != ZRT_SUCCESS) return fail("zrt_context_query");
   size = attr.size;
-  if (zrt_all_reduce(comm, x, y, 3, ZRT_DTYPE_FP32, ZRT_OP_SUM) != ZRT_SUCCESS)
-    return fail("zrt_all_reduce");
+  if (zrt_comm_all_reduce(comm, x, y, 3, ZRT_DTYPE_FP32, ZRT_OP_SUM) != ZRT_SUCCESS)
+    return fail("zrt_comm_all_reduce");
   if (y[2] != 3.0f * (float)size) return fail("wrong all-reduce result");
   if (zrt_comm_rank(NULL, &size) != ZRT_ERR_INVALID_HANDLE) return fail("NULL handle accepted");
   if (strstr(zrt_last_error_message(), "NULL") == NULL) return fail("unclear message");

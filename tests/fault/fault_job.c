@@ -6,10 +6,10 @@
  *   none             train; every rank prints "rank R: done"
  *   step-stop        the victim stops itself (SIGSTOP) just before zrt_engine_step
  *   save-stop        the victim stops itself just before zrt_checkpoint_save (DIR/ckpt.h5)
- *   async-save-stop  every rank starts zrt_checkpoint_save_async, then the victim stops
- *                    before zrt_checkpoint_wait while the others wait for the save
+ *   async-save-stop  every rank starts zrt_checkpoint_save_post, then the victim stops
+ *                    before zrt_request_wait while the others wait for the save
  *   commit-stop      the victim stops itself just before zrt_engine_commit
- *   collective-stop  the victim stops itself just before a zrt_all_reduce
+ *   collective-stop  the victim stops itself just before a zrt_comm_all_reduce
  *   destroy-early    the victim destroys its engine and finalizes at step --at, as a program
  *                    that hit an error of its own does, while the others step
  *   kill             the victim kills itself (SIGKILL) just before zrt_engine_step
@@ -225,12 +225,12 @@ int main(int argc, char **argv) {
     }
     for (int p = 0; p < 2; ++p) {
       void *grad = NULL;
-      CALL(zrt_grad_data(g_engine, params[p], &grad));
+      CALL(zrt_param_grad_data(g_engine, params[p], &grad));
       for (size_t i = 0; i < numel[p]; ++i)
         write_grad(grad, dtype, i,
                    0.01f * (float)((i + (size_t)step + (size_t)g_rank) % 17) - 0.08f);
       if (is(&o, "nan") && victim && at && p == 1) write_grad(grad, dtype, 5, NAN);
-      CALL(zrt_grad_ready(g_engine, params[p]));
+      CALL(zrt_param_grad_ready(g_engine, params[p]));
     }
     if (at && victim) {
       if (is(&o, "step-stop")) stop_here();
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
     if (is(&o, "collective-stop") && at) {
       if (victim) stop_here();
       float x[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-      CALL(zrt_all_reduce(comm, x, x, 8, ZRT_DTYPE_FP32, ZRT_OP_SUM));
+      CALL(zrt_comm_all_reduce(comm, x, x, 8, ZRT_DTYPE_FP32, ZRT_OP_SUM));
     }
     if (is(&o, "save-loop") || (is(&o, "save-stop") && at)) {
       if (is(&o, "save-stop") && victim) stop_here();
@@ -253,11 +253,12 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
     if (is(&o, "async-save-stop") && at) {
-      zrt_checkpoint_request_h request = NULL;
+      zrt_request_h request = NULL;
       path_in(path, sizeof path, o.save, "ckpt.h5");
-      CALL(zrt_checkpoint_save_async(g_engine, path, NULL, &request));
+      CALL(zrt_checkpoint_save_post(g_engine, path, NULL, &request));
       if (victim) stop_here();
-      CALL(zrt_checkpoint_wait(request));
+      CALL(zrt_request_wait(request));
+      CALL(zrt_request_free(request));
     }
     if (is(&o, "disk-full") && at) {
       path_in(path, sizeof path, o.save, "good.h5");

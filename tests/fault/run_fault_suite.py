@@ -412,7 +412,7 @@ def case_async_save_stop():
         return
     out, after = r
     survivors_name(case, out, range(2), 1,
-                   r"zrt_checkpoint_wait: checkpoint .* was not saved: .* did not complete "
+                   r"zrt_request_wait: checkpoint .* was not saved: .* did not complete "
                    rf"within {TIMEOUT:g} s: rank 1 did not answer")
     released_without_waiting(case, out, range(2), 1)
     if case not in failures:

@@ -25,14 +25,14 @@ program test_zerort
   call zrt_comm_size(comm, size)
 
   x = real(rank + 1, c_float)
-  call zrt_all_reduce(comm, x, y, 5, ZRT_DTYPE_FP32, ZRT_OP_SUM)
+  call zrt_comm_all_reduce(comm, x, y, 5, ZRT_DTYPE_FP32, ZRT_OP_SUM)
   call check(all(y == real(size * (size + 1) / 2, c_float)), 'all-reduce sum')
 
   ! 300000 floats: above comm.shm.direct_bytes, so shm sums straight from the peers.
   call zrt_comm_mem_alloc(comm, int(4 * 300000, c_size_t), shared_ptr)
   call c_f_pointer(shared_ptr, shared, [300000])
   shared = real(rank + 1, c_float)
-  call zrt_all_reduce(comm, shared, shared, 300000, ZRT_DTYPE_FP32, ZRT_OP_SUM)
+  call zrt_comm_all_reduce(comm, shared, shared, 300000, ZRT_DTYPE_FP32, ZRT_OP_SUM)
   call check(all(shared == real(size * (size + 1) / 2, c_float)), 'all-reduce on shared memory')
   call zrt_comm_mem_free(comm, shared_ptr)
   call zrt_comm_mem_free(comm, shared_ptr, ierr)
@@ -49,9 +49,9 @@ program test_zerort
   target = [(real(i, c_float), i = 1, 12)]
   do step = 1, 300
     call zrt_param_data(engine, w, value)
-    call zrt_grad_data(engine, w, grad)
+    call zrt_param_grad_data(engine, w, grad)
     grad = grad + (value - target)
-    call zrt_grad_ready(engine, w)
+    call zrt_param_grad_ready(engine, w)
     call zrt_engine_step(engine, report)
   end do
   call check(report%applied == 1 .and. report%step == 300, 'step report')

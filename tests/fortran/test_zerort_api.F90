@@ -44,7 +44,7 @@ program test_zerort_api
   call zrt_context_describe(ctx, text)
   call check(index(text, '"version"') > 0, 'describe returns the JSON text')
   call zrt_get_version(major, minor, patch, api)
-  call check(ishft(api, -16) == 2, 'API version 2')
+  call check(ishft(api, -16) == 3, 'API version 3')
   call zrt_format_bytes(1536_c_int64_t, text)
   call check(text == '1.5 KiB', 'format_bytes: ' // text)
 
@@ -55,18 +55,18 @@ program test_zerort_api
   call check(len(backend) > 0, 'backend name')
   call zrt_shard_range(10, size, rank, offset, length, padded)
   full = [(real(i, c_float), i = 1, 10)]
-  call zrt_reduce_scatter_post(comm, full, shard, 10, ZRT_DTYPE_FP32, ZRT_OP_SUM, request)
+  call zrt_comm_reduce_scatter_post(comm, full, shard, 10, ZRT_DTYPE_FP32, ZRT_OP_SUM, request)
   call zrt_request_wait(request)
   call zrt_request_free(request)
   do i = 1, int(length)
     call check(shard(i) == real(size * (int(offset) + i), c_float), 'reduce-scatter shard')
   end do
   shard = shard / real(size, c_float)
-  call zrt_all_gather(comm, shard, gathered, 10_c_size_t, ZRT_DTYPE_FP32)
+  call zrt_comm_all_gather(comm, shard, gathered, 10_c_size_t, ZRT_DTYPE_FP32)
   call check(all(gathered == full), 'all-gather of the shards')
   full = 0
   if (rank == 0) full(1) = 7
-  call zrt_broadcast(comm, full, 1, ZRT_DTYPE_FP32, 0)
+  call zrt_comm_broadcast(comm, full, 1, ZRT_DTYPE_FP32, 0)
   call check(full(1) == 7, 'broadcast from rank 0')
   call zrt_comm_agree_status(comm, ZRT_SUCCESS, failed)
   call zrt_comm_destroy(comm)
@@ -84,9 +84,9 @@ program test_zerort_api
   call zrt_engine_loss_scale(engine, scale)
   call check(scale == 1d0, 'loss scale of fp32 training')
   call zrt_param_gather(engine, w)
-  call zrt_grad_data(engine, w, grad)
+  call zrt_param_grad_data(engine, w, grad)
   grad = 1
-  call zrt_grad_ready(engine, w)
+  call zrt_param_grad_ready(engine, w)
   call zrt_param_release(engine, w)
   call zrt_engine_step(engine, report)
   call check(report%applied == 1, 'the step applied')

@@ -53,10 +53,10 @@ int main(int argc, char **argv) {
   auto train = [&](int steps) {
     for (int s = 0; s < steps; ++s) {
       float *g = nullptr;
-      zrt_grad_data(e, w, reinterpret_cast<void **>(&g));
+      zrt_param_grad_data(e, w, reinterpret_cast<void **>(&g));
       for (size_t i = 0; i < kNumel; i += 7)
         g[i] += 1.0f;
-      zrt_grad_ready(e, w);
+      zrt_param_grad_ready(e, w);
       if (zrt_engine_step(e, nullptr)) return false;
     }
     return true;
@@ -91,10 +91,10 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "checkpoint_crash: rank 1 dies %d ms into the background save\n", ms);
         _exit(7);
       }).detach();
-    zrt_checkpoint_request_h request = nullptr;
-    if (zrt_checkpoint_save_async(e, path.c_str(), nullptr, &request)) return fail("save_async");
+    zrt_request_h request = nullptr;
+    if (zrt_checkpoint_save_post(e, path.c_str(), nullptr, &request)) return fail("save_post");
     train(1000);  // until killed
-    zrt_checkpoint_wait(request);
+    zrt_request_wait(request);
     rc = 3;
   } else if (mode == "check-any") {
     if (zrt_checkpoint_load(e, path.c_str())) return fail("load");

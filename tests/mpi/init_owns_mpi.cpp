@@ -28,7 +28,7 @@ int main() {
   int size = 0;
   zrt_comm_size(comm, &size);
   float one = 1.0f, sum = 0.0f;
-  CHECK(zrt_all_reduce(comm, &one, &sum, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM) == ZRT_SUCCESS);
+  CHECK(zrt_comm_all_reduce(comm, &one, &sum, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM) == ZRT_SUCCESS);
   CHECK(sum == static_cast<float>(size));
   // A second context keeps MPI alive when the first goes.
   zrt_context_h second = nullptr;

@@ -45,27 +45,28 @@ TEST(ApiErrors, WrongCommunicators) {
 TEST(ApiErrors, BadEnumsAndBuffers) {
   float a[8] = {0}, b[8] = {0};
   auto bad_dtype = static_cast<zrt_dtype_t>(42);
-  EXPECT_EQ(zrt_all_reduce(test::world(), a, b, 8, bad_dtype, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), a, b, 8, bad_dtype, ZRT_OP_SUM),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("accepted values are ZRT_DTYPE_FP32");
-  EXPECT_EQ(zrt_all_reduce(test::world(), a, b, 8, ZRT_DTYPE_FP32, static_cast<zrt_op_t>(9)),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), a, b, 8, ZRT_DTYPE_FP32, static_cast<zrt_op_t>(9)),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("ZRT_OP_AVG");
-  EXPECT_EQ(zrt_broadcast(test::world(), a, 8, ZRT_DTYPE_FP32, test::size()),
+  EXPECT_EQ(zrt_comm_broadcast(test::world(), a, 8, ZRT_DTYPE_FP32, test::size()),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("root is");
-  EXPECT_EQ(zrt_all_reduce(test::world(), a, a + 1, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), a, a + 1, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_ERR_INVALID_ARGUMENT);
   mentions("overlap");
   char bytes[64] = {0};
-  EXPECT_EQ(zrt_all_reduce(test::world(), bytes + 1, bytes + 33, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
-            ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      zrt_comm_all_reduce(test::world(), bytes + 1, bytes + 33, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+      ZRT_ERR_INVALID_ARGUMENT);
   mentions("aligned");
   size_t size = 0;
   EXPECT_EQ(zrt_dtype_size(bad_dtype, &size), ZRT_ERR_INVALID_ARGUMENT);
   // The communicator still works after all of that.
   float x = 1, y = 0;
-  EXPECT_EQ(zrt_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
   EXPECT_EQ(y, static_cast<float>(test::size()));
 }
 
@@ -74,20 +75,20 @@ TEST(ApiErrors, CountsThatDifferAcrossRanksFailOnEveryRank) {
   std::vector<float> a(64, 1.0f), b(64, 0.0f);
   size_t count = test::rank() == 0 ? 10 : 11;
   zrt_status_t st =
-      zrt_all_reduce(test::world(), a.data(), b.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM);
+      zrt_comm_all_reduce(test::world(), a.data(), b.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM);
   EXPECT_EQ(st, ZRT_ERR_MISMATCH);
   mentions("counts differ across ranks: from 10 to 11");
   mentions("all_reduce #");
   // A different collective on one rank is caught too.
   if (test::rank() == 0)
-    st = zrt_broadcast(test::world(), a.data(), 16, ZRT_DTYPE_FP32, 0);
+    st = zrt_comm_broadcast(test::world(), a.data(), 16, ZRT_DTYPE_FP32, 0);
   else
-    st = zrt_all_reduce(test::world(), a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM);
+    st = zrt_comm_all_reduce(test::world(), a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM);
   EXPECT_EQ(st, ZRT_ERR_MISMATCH);
   mentions("differs across ranks");
   // And the communicator is still in step afterwards.
   float x = 1, y = 0;
-  EXPECT_EQ(zrt_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
   EXPECT_EQ(y, static_cast<float>(test::size()));
 }
 
@@ -95,7 +96,8 @@ TEST(ApiErrors, ArgumentsRejectedOnOneRankFailTheOthersInsteadOfHanging) {
   if (test::size() < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<float> a(16, 1.0f), b(16, 0.0f);
   const float *send = test::rank() == 1 ? nullptr : a.data();
-  zrt_status_t st = zrt_all_reduce(test::world(), send, b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM);
+  zrt_status_t st =
+      zrt_comm_all_reduce(test::world(), send, b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM);
   if (test::rank() == 1) {
     EXPECT_EQ(st, ZRT_ERR_INVALID_ARGUMENT);
     mentions("sendbuf is NULL");
@@ -104,7 +106,7 @@ TEST(ApiErrors, ArgumentsRejectedOnOneRankFailTheOthersInsteadOfHanging) {
     mentions("another rank rejected its arguments");
   }
   float x = 2, y = 0;
-  EXPECT_EQ(zrt_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
       << test::last_error();
   EXPECT_EQ(y, 2.0f * static_cast<float>(test::size()));
 }
@@ -136,7 +138,8 @@ TEST(ApiErrors, FinalizeRefusesWhileRequestsAreUnfreedAndHandlesGoStale) {
   ASSERT_EQ(zrt_context_comm(ctx, &comm), ZRT_SUCCESS);
   double x = 1, y = 0;
   zrt_request_h req = nullptr;
-  ASSERT_EQ(zrt_all_reduce_post(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_comm_all_reduce_post(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
+            ZRT_SUCCESS);
   ASSERT_EQ(zrt_request_wait(req), ZRT_SUCCESS);
   EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_STATE);
   mentions("not freed");
@@ -149,7 +152,8 @@ TEST(ApiErrors, FinalizeRefusesWhileRequestsAreUnfreedAndHandlesGoStale) {
   EXPECT_EQ(zrt_comm_rank(comm, &r), ZRT_ERR_INVALID_HANDLE);
   EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_HANDLE);
   mentions("stale context handle");
-  EXPECT_EQ(zrt_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_comm_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM),
+            ZRT_ERR_INVALID_HANDLE);
 }
 
 TEST(ApiErrors, VersionMismatchIsRefused) {

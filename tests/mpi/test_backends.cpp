@@ -108,7 +108,7 @@ TEST_P(Backends, AllReduceMatchesSerialReference) {
         std::vector<char> send(count * esize(dt)), recv(count * esize(dt));
         for (size_t i = 0; i < count; ++i)
           put(send.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_all_reduce(comm_, send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_all_reduce(comm_, send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
             << last_error();
         EXPECT_EQ(compare(recv.data(), count, dt,
                           [&](size_t i) { return reference(i, salt, dt, op, n); }),
@@ -129,7 +129,8 @@ TEST_P(Backends, ReduceScatterMatchesSerialReferenceAndZeroesPadding) {
         std::vector<char> send(count * esize(dt)), recv(shard * esize(dt), static_cast<char>(0x7b));
         for (size_t i = 0; i < count; ++i)
           put(send.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_reduce_scatter(comm_, send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_reduce_scatter(comm_, send.data(), recv.data(), count, dt, op),
+                  ZRT_SUCCESS)
             << last_error();
         EXPECT_EQ(compare(recv.data(), length, dt,
                           [&](size_t i) { return reference(offset + i, salt, dt, op, n); }),
@@ -151,7 +152,7 @@ TEST_P(Backends, AllGatherMatchesSerialReference) {
       std::vector<char> send(length * esize(dt) + 8), recv(count * esize(dt));
       for (size_t i = 0; i < length; ++i)
         put(send.data(), i, dt, input(me, offset + i, salt, dt));
-      ASSERT_EQ(zrt_all_gather(comm_, send.data(), recv.data(), count, dt), ZRT_SUCCESS)
+      ASSERT_EQ(zrt_comm_all_gather(comm_, send.data(), recv.data(), count, dt), ZRT_SUCCESS)
           << last_error();
       // Gathering copies: exact.
       EXPECT_EQ(compare(recv.data(), count, dt,
@@ -172,7 +173,8 @@ TEST_P(Backends, BroadcastFromEveryRoot) {
         std::vector<char> buf(count * esize(dt));
         for (size_t i = 0; i < count; ++i)
           put(buf.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_broadcast(comm_, buf.data(), count, dt, root), ZRT_SUCCESS) << last_error();
+        ASSERT_EQ(zrt_comm_broadcast(comm_, buf.data(), count, dt, root), ZRT_SUCCESS)
+            << last_error();
         EXPECT_EQ(compare(buf.data(), count, dt,
                           [&](size_t i) {
                             return Expect{input(root, i, salt, dt), 0.0};
@@ -189,7 +191,7 @@ TEST_P(Backends, InPlaceForms) {
     std::vector<float> buf(count);
     for (size_t i = 0; i < count; ++i)
       buf[i] = static_cast<float>(me + 1) * static_cast<float>(i % 7);
-    ASSERT_EQ(zrt_all_reduce(comm_, buf.data(), buf.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+    ASSERT_EQ(zrt_comm_all_reduce(comm_, buf.data(), buf.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << last_error();
     float ranks_sum = static_cast<float>(n * (n + 1) / 2);
@@ -201,7 +203,7 @@ TEST_P(Backends, InPlaceForms) {
     std::vector<double> all(count, -1.0);
     for (size_t i = 0; i < length; ++i)
       all[offset + i] = static_cast<double>(offset + i);
-    ASSERT_EQ(zrt_all_gather(comm_, all.data() + offset, all.data(), count, ZRT_DTYPE_FP64),
+    ASSERT_EQ(zrt_comm_all_gather(comm_, all.data() + offset, all.data(), count, ZRT_DTYPE_FP64),
               ZRT_SUCCESS)
         << last_error();
     for (size_t i = 0; i < count; ++i)
@@ -232,13 +234,13 @@ TEST_P(Backends, SixtyFourMebibytes) {
     std::vector<char> send(bytes), part(bytes), gathered(bytes), all_reduced(bytes);
     for (size_t i = 0; i < count; ++i)
       put(send.data(), i, dt, input(me, i, salt, dt));
-    ASSERT_EQ(zrt_reduce_scatter(comm_, send.data(), part.data(), count, dt, ZRT_OP_SUM),
+    ASSERT_EQ(zrt_comm_reduce_scatter(comm_, send.data(), part.data(), count, dt, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << last_error();
     // The reduced shards gathered back, and the all-reduce, against the reference.
-    ASSERT_EQ(zrt_all_gather(comm_, part.data(), gathered.data(), count, dt), ZRT_SUCCESS)
+    ASSERT_EQ(zrt_comm_all_gather(comm_, part.data(), gathered.data(), count, dt), ZRT_SUCCESS)
         << last_error();
-    ASSERT_EQ(zrt_all_reduce(comm_, send.data(), all_reduced.data(), count, dt, ZRT_OP_SUM),
+    ASSERT_EQ(zrt_comm_all_reduce(comm_, send.data(), all_reduced.data(), count, dt, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << last_error();
     // Every 13th element and the last: a slot reused too early or a pipeline step put in
@@ -274,16 +276,16 @@ TEST_P(Backends, RequestsInFlightTogetherTestedInAnyOrder) {
     zrt_shard_range(count, n, me, &offset, &length, nullptr);
     switch (j % 3) {
       case 0:
-        st = zrt_all_reduce_post(comm_, send[j].data(), recv[j].data(), count, ZRT_DTYPE_FP32,
-                                 ZRT_OP_SUM, &req[j]);
+        st = zrt_comm_all_reduce_post(comm_, send[j].data(), recv[j].data(), count, ZRT_DTYPE_FP32,
+                                      ZRT_OP_SUM, &req[j]);
         break;
       case 1:
-        st = zrt_reduce_scatter_post(comm_, send[j].data(), recv[j].data(), count, ZRT_DTYPE_FP32,
-                                     ZRT_OP_SUM, &req[j]);
+        st = zrt_comm_reduce_scatter_post(comm_, send[j].data(), recv[j].data(), count,
+                                          ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]);
         break;
       default:
-        st = zrt_all_gather_post(comm_, send[j].data() + offset, recv[j].data(), count,
-                                 ZRT_DTYPE_FP32, &req[j]);
+        st = zrt_comm_all_gather_post(comm_, send[j].data() + offset, recv[j].data(), count,
+                                      ZRT_DTYPE_FP32, &req[j]);
         break;
     }
     ASSERT_EQ(st, ZRT_SUCCESS) << last_error();
@@ -356,21 +358,21 @@ TEST_P(Backends, LaterPhasesStartInSequenceOrderWhateverFinishesFirst) {
       zrt_status_t st = ZRT_SUCCESS;
       switch (kinds[j]) {
         case RS:
-          st = zrt_reduce_scatter_post(c, send[j].data(), recv[j].data(), count[j], ZRT_DTYPE_FP32,
-                                       ZRT_OP_SUM, &req[j]);
+          st = zrt_comm_reduce_scatter_post(c, send[j].data(), recv[j].data(), count[j],
+                                            ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]);
           break;
         case AG:
-          st = zrt_all_gather_post(c, send[j].data() + offset, recv[j].data(), count[j],
-                                   ZRT_DTYPE_FP32, &req[j]);
+          st = zrt_comm_all_gather_post(c, send[j].data() + offset, recv[j].data(), count[j],
+                                        ZRT_DTYPE_FP32, &req[j]);
           break;
         case AR:
-          st = zrt_all_reduce_post(c, send[j].data(), recv[j].data(), count[j], ZRT_DTYPE_FP32,
-                                   ZRT_OP_SUM, &req[j]);
+          st = zrt_comm_all_reduce_post(c, send[j].data(), recv[j].data(), count[j], ZRT_DTYPE_FP32,
+                                        ZRT_OP_SUM, &req[j]);
           break;
         case BC:
           recv[j] = send[j];
-          st = zrt_broadcast_post(c, recv[j].data(), count[j], ZRT_DTYPE_FP32, (j + round) % n,
-                                  &req[j]);
+          st = zrt_comm_broadcast_post(c, recv[j].data(), count[j], ZRT_DTYPE_FP32, (j + round) % n,
+                                       &req[j]);
           break;
       }
       ASSERT_EQ(st, ZRT_SUCCESS) << last_error();
@@ -438,10 +440,11 @@ TEST_P(Backends, DeterministicReductionsAddInRankOrderAndRoundOnce) {
         std::vector<char> send(count * es), all(count * es), part(shard * es), gathered(count * es);
         for (size_t i = 0; i < count; ++i)
           put(send.data(), i, dt, input(me, i, salt, dt));
-        ASSERT_EQ(zrt_all_reduce(comm, send.data(), all.data(), count, dt, op), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_all_reduce(comm, send.data(), all.data(), count, dt, op), ZRT_SUCCESS)
             << last_error();
-        ASSERT_EQ(zrt_reduce_scatter(comm, send.data(), part.data(), count, dt, op), ZRT_SUCCESS);
-        ASSERT_EQ(zrt_all_gather(comm, part.data(), gathered.data(), count, dt), ZRT_SUCCESS);
+        ASSERT_EQ(zrt_comm_reduce_scatter(comm, send.data(), part.data(), count, dt, op),
+                  ZRT_SUCCESS);
+        ASSERT_EQ(zrt_comm_all_gather(comm, part.data(), gathered.data(), count, dt), ZRT_SUCCESS);
         // Bitwise: all-reduce equals reduce-scatter + all-gather, and both the reference.
         EXPECT_EQ(std::memcmp(all.data(), gathered.data(), all.size()), 0);
         EXPECT_EQ(compare(all.data(), count, dt,
@@ -476,9 +479,10 @@ TEST(DeterministicAcrossBackends, BitwiseEqual) {
         zrt_comm_h comm = comm_for(b, true, &error);
         ASSERT_NE(comm, nullptr) << error;
         std::vector<char> all(count * es), part(shard * es);
-        ASSERT_EQ(zrt_all_reduce(comm, send.data(), all.data(), count, dt, ZRT_OP_AVG), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_all_reduce(comm, send.data(), all.data(), count, dt, ZRT_OP_AVG),
+                  ZRT_SUCCESS)
             << last_error();
-        ASSERT_EQ(zrt_reduce_scatter(comm, send.data(), part.data(), count, dt, ZRT_OP_SUM),
+        ASSERT_EQ(zrt_comm_reduce_scatter(comm, send.data(), part.data(), count, dt, ZRT_OP_SUM),
                   ZRT_SUCCESS)
             << last_error();
         if (first_all.empty()) {

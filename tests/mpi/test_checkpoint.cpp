@@ -129,12 +129,12 @@ struct Model {
         EXPECT_EQ(zrt_param_gather(engine, params[t]), ZRT_SUCCESS) << test::last_error();
         void *w = nullptr, *g = nullptr;
         EXPECT_EQ(zrt_param_data(engine, params[t], &w), ZRT_SUCCESS);
-        EXPECT_EQ(zrt_grad_data(engine, params[t], &g), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_param_grad_data(engine, params[t], &g), ZRT_SUCCESS);
         for (size_t i = 0; i < static_cast<size_t>(info.numel); ++i)
           test::add(g, i, dtype,
                     test::load(w, i, dtype) * 0.5f +
                         0.01f * static_cast<float>((rank + 1) * (s + 1) * static_cast<int>(i % 5)));
-        EXPECT_EQ(zrt_grad_ready(engine, params[t]), ZRT_SUCCESS);
+        EXPECT_EQ(zrt_param_grad_ready(engine, params[t]), ZRT_SUCCESS);
         EXPECT_EQ(zrt_param_release(engine, params[t]), ZRT_SUCCESS);
       }
       return zrt_engine_step(engine, nullptr);
@@ -301,25 +301,43 @@ TEST(Checkpoint, AsyncSaveHoldsThePreUpdateValuesBitwise) {
     m.train(3, 0);
     auto saved = m.values();
     CHECK_OK(zrt_checkpoint_save(m.engine, sync.c_str(), nullptr));
-    zrt_checkpoint_request_h request = nullptr;
-    CHECK_OK(zrt_checkpoint_save_async(m.engine, async.c_str(), nullptr, &request));
+    zrt_request_h request = nullptr;
+    CHECK_OK(zrt_checkpoint_save_post(m.engine, async.c_str(), nullptr, &request));
+    // A request in flight is not freed, and the refusal names the save.
+    EXPECT_EQ(zrt_request_free(request), ZRT_ERR_INVALID_STATE);
+    mentions("the checkpoint save of " + async + " is still in progress");
     m.train(2, 3);  // the first step publishes the save once every rank has written
-    CHECK_OK(zrt_checkpoint_wait(request));
+    CHECK_OK(zrt_request_wait(request));
+    CHECK_OK(zrt_request_free(request));
     MPI_Barrier(MPI_COMM_WORLD);
     EXPECT_EQ(read_all(async), read_all(sync));
     EXPECT_NE(m.values(), saved) << "the steps after the save changed the weights";
     Model loaded(test::size(), 1);
     CHECK_OK(zrt_checkpoint_load(loaded.engine, async.c_str()));
     EXPECT_EQ(loaded.values(), saved);
-    // Two in a row: the second waits for the first; test reports each as done.
-    zrt_checkpoint_request_h first = nullptr, second = nullptr;
-    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".1").c_str(), nullptr, &first));
-    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".2").c_str(), nullptr, &second));
-    int done = 0;
-    CHECK_OK(zrt_checkpoint_test(first, &done));
-    EXPECT_EQ(done, 1) << "the second save waited for the first";
-    CHECK_OK(zrt_checkpoint_wait(second));
+    // Two in a row: the second waits for the first; a test reports each as done.
+    zrt_request_h first = nullptr, second = nullptr;
+    CHECK_OK(zrt_checkpoint_save_post(m.engine, (async + ".1").c_str(), nullptr, &first));
+    CHECK_OK(zrt_checkpoint_save_post(m.engine, (async + ".2").c_str(), nullptr, &second));
+    EXPECT_EQ(zrt_request_test(first), ZRT_SUCCESS) << "the second save waited for the first";
+    CHECK_OK(zrt_request_free(first));
+    CHECK_OK(zrt_request_wait(second));
+    CHECK_OK(zrt_request_free(second));
     EXPECT_EQ(read_all(async + ".1"), read_all(async + ".2"));
+    // The API 2 calls, kept for API 3: zrt_checkpoint_test and _wait free the request.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    zrt_checkpoint_request_h third = nullptr, fourth = nullptr;
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".3").c_str(), nullptr, &third));
+    CHECK_OK(zrt_checkpoint_save_async(m.engine, (async + ".4").c_str(), nullptr, &fourth));
+    int done = 0;
+    CHECK_OK(zrt_checkpoint_test(third, &done));
+    EXPECT_EQ(done, 1) << "the fourth save waited for the third";
+    CHECK_OK(zrt_checkpoint_wait(fourth));
+#pragma GCC diagnostic pop
+    EXPECT_EQ(zrt_request_free(third), ZRT_ERR_INVALID_HANDLE) << "the test freed it";
+    EXPECT_EQ(zrt_request_free(fourth), ZRT_ERR_INVALID_HANDLE) << "the wait freed it";
+    EXPECT_EQ(read_all(async + ".3"), read_all(async + ".1"));
   }
 }
 
@@ -333,12 +351,13 @@ TEST(Checkpoint, AsyncSaveHoldsItsValuesAgainstParamSetAndTheStep) {
   Model m(test::size(), 2, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big, 1 << 20);
   m.train(2, 0);
   CHECK_OK(zrt_checkpoint_save(m.engine, sync.c_str(), nullptr));
-  zrt_checkpoint_request_h request = nullptr;
-  CHECK_OK(zrt_checkpoint_save_async(m.engine, async.c_str(), nullptr, &request));
+  zrt_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_post(m.engine, async.c_str(), nullptr, &request));
   const std::vector<float> other(2048 * 1024, 0.25f);
   CHECK_OK(zrt_param_set(m.engine, m.params[0], other.data(), ZRT_DTYPE_FP32));
   m.train(1, 2);
-  CHECK_OK(zrt_checkpoint_wait(request));
+  CHECK_OK(zrt_request_wait(request));
+  CHECK_OK(zrt_request_free(request));
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(read_all(async), read_all(sync));
 }
@@ -367,19 +386,21 @@ TEST(Checkpoint, AsyncSavesRemoveTheFilesTheyReplaceInTheBackground) {
   EXPECT_FALSE(std::filesystem::exists(path + ".removing")) << "the next save removes it";
   m.train(1, 1);
   auto saved = m.values();
-  zrt_checkpoint_request_h request = nullptr;
-  CHECK_OK(zrt_checkpoint_save_async(m.engine, path.c_str(), nullptr, &request));
+  zrt_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_post(m.engine, path.c_str(), nullptr, &request));
   m.train(1, 2);
-  CHECK_OK(zrt_checkpoint_wait(request));
+  CHECK_OK(zrt_request_wait(request));
+  CHECK_OK(zrt_request_free(request));
   // keep_last with "{step}": the older files go the same way.
   zrt_checkpoint_params_t p = {};
   p.field_mask = ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST;
   p.keep_last = 1;
   const std::string pattern = dir + "/step_{step}.h5";
   for (int i = 0; i < 3; ++i) {
-    CHECK_OK(zrt_checkpoint_save_async(m.engine, pattern.c_str(), &p, &request));
+    CHECK_OK(zrt_checkpoint_save_post(m.engine, pattern.c_str(), &p, &request));
     m.train(1, 3 + i);
-    CHECK_OK(zrt_checkpoint_wait(request));
+    CHECK_OK(zrt_request_wait(request));
+    CHECK_OK(zrt_request_free(request));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_TRUE(disappears(path + ".removing"));
@@ -495,8 +516,8 @@ TEST(Checkpoint, AsyncSaveThatCannotWriteFailsOnEveryRankAndKeepsThePrevious) {
     small.rlim_cur = 32 << 20;  // the save needs about 8 MiB; its datasets start at 64 MiB
     setrlimit(RLIMIT_FSIZE, &small);
   }
-  zrt_checkpoint_request_h request = nullptr;
-  CHECK_OK(zrt_checkpoint_save_async(m.engine, path.c_str(), nullptr, &request));
+  zrt_request_h request = nullptr;
+  CHECK_OK(zrt_checkpoint_save_post(m.engine, path.c_str(), nullptr, &request));
   // The limit is the whole process's: lifted once the writer has tried (its first write
   // fails at once), before the steps, whose shared-memory windows may grow their files.
   usleep(300 * 1000);
@@ -515,7 +536,8 @@ TEST(Checkpoint, AsyncSaveThatCannotWriteFailsOnEveryRankAndKeepsThePrevious) {
   mentions("the checkpoints saved before it are kept");
   EXPECT_EQ(m.values(), before_failure) << "the failed step changed nothing";
   EXPECT_EQ(zrt_engine_step(m.engine, nullptr), ZRT_SUCCESS) << "called again, it steps";
-  EXPECT_EQ(zrt_checkpoint_wait(request), ZRT_ERR_IO);
+  EXPECT_EQ(zrt_request_wait(request), ZRT_ERR_IO);
+  EXPECT_EQ(zrt_request_free(request), ZRT_SUCCESS);
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   Model other(test::size(), 3, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big);
@@ -697,13 +719,13 @@ TEST(Checkpoint, KeepLastMetadataAndBetweenSteps) {
 
   // Not in the middle of a step, and not with bad metadata.
   void *g = nullptr;
-  CHECK_OK(zrt_grad_data(m.engine, m.params[0], &g));
-  CHECK_OK(zrt_grad_ready(m.engine, m.params[0]));
+  CHECK_OK(zrt_param_grad_data(m.engine, m.params[0], &g));
+  CHECK_OK(zrt_param_grad_ready(m.engine, m.params[0]));
   EXPECT_EQ(zrt_checkpoint_save(m.engine, (dir + "/x.h5").c_str(), nullptr), ZRT_ERR_INVALID_STATE);
   mentions("between optimizer steps");
   for (size_t t = 1; t < m.params.size(); ++t) {
-    CHECK_OK(zrt_grad_data(m.engine, m.params[t], &g));
-    CHECK_OK(zrt_grad_ready(m.engine, m.params[t]));
+    CHECK_OK(zrt_param_grad_data(m.engine, m.params[t], &g));
+    CHECK_OK(zrt_param_grad_ready(m.engine, m.params[t]));
   }
   CHECK_OK(zrt_engine_step(m.engine, nullptr));
   p.metadata = "{not json";
@@ -756,8 +778,8 @@ TEST(Checkpoint, WeightsOnlyFilesLoadWithFreshOptimizerState) {
   r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
   for (zrt_param_h h : m.params) {
     void *g = nullptr;
-    CHECK_OK(zrt_grad_data(m.engine, h, &g));
-    CHECK_OK(zrt_grad_ready(m.engine, h));
+    CHECK_OK(zrt_param_grad_data(m.engine, h, &g));
+    CHECK_OK(zrt_param_grad_ready(m.engine, h));
   }
   CHECK_OK(zrt_engine_step(m.engine, &r));
   EXPECT_EQ(r.step, 2);

@@ -13,11 +13,11 @@
 
 TEST(Collectives, ZeroCountIsANoOp) {
   float x = 1.0f;
-  EXPECT_EQ(zrt_all_reduce(test::world(), &x, &x, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
-  EXPECT_EQ(zrt_reduce_scatter(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), &x, &x, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_reduce_scatter(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_SUCCESS)
       << test::last_error();
-  EXPECT_EQ(zrt_all_gather(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_BF16), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_gather(test::world(), nullptr, nullptr, 0, ZRT_DTYPE_BF16), ZRT_SUCCESS);
   EXPECT_EQ(x, 1.0f);
 }
 
@@ -31,8 +31,8 @@ TEST(Collectives, NonBlockingRequestsTestedInAnyOrder) {
   for (int j = 0; j < k; ++j) {
     for (size_t i = 0; i < count; ++i)
       send[j][i] = static_cast<float>((me + j) % 5);
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), send[j].data(), recv[j].data(), count,
-                                  ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]),
+    ASSERT_EQ(zrt_comm_all_reduce_post(test::world(), send[j].data(), recv[j].data(), count,
+                                       ZRT_DTYPE_FP32, ZRT_OP_SUM, &req[j]),
               ZRT_SUCCESS)
         << test::last_error();
   }
@@ -57,7 +57,7 @@ TEST(Collectives, TestIsInProgressUntilEveryRankHasPosted) {
   double x = 1.0, y = 0.0;
   zrt_request_h req = nullptr;
   if (test::rank() == 0) {
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
+    ASSERT_EQ(zrt_comm_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
               ZRT_SUCCESS);
     for (int i = 0; i < 100; ++i)
       EXPECT_EQ(zrt_request_test(req), ZRT_IN_PROGRESS);
@@ -67,7 +67,7 @@ TEST(Collectives, TestIsInProgressUntilEveryRankHasPosted) {
     MPI_Barrier(MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
-    ASSERT_EQ(zrt_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
+    ASSERT_EQ(zrt_comm_all_reduce_post(test::world(), &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &req),
               ZRT_SUCCESS);
   }
   ASSERT_EQ(zrt_request_wait(req), ZRT_SUCCESS);
@@ -90,7 +90,7 @@ TEST(Collectives, SubCommunicators) {
     expected_members += (r % 2 == me % 2);
   EXPECT_EQ(sub_size, expected_members);
   double v = me, sum = 0;
-  ASSERT_EQ(zrt_all_reduce(comm, &v, &sum, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_comm_all_reduce(comm, &v, &sum, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
   double want = 0;
   for (int r = 0; r < test::size(); ++r)
     if (r % 2 == me % 2) want += r;

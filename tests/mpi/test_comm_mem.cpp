@@ -102,21 +102,21 @@ std::vector<unsigned char> run(Op op, size_t count, zrt_dtype_t dtype, unsigned 
   size_t out = count;
   switch (op) {
     case Op::ReduceScatter:
-      st = zrt_reduce_scatter(world(), send, recv, count, dtype, ZRT_OP_SUM);
+      st = zrt_comm_reduce_scatter(world(), send, recv, count, dtype, ZRT_OP_SUM);
       out = shard;
       break;
     case Op::AllGather:
-      st = zrt_all_gather(world(), send + offset * es, recv, count, dtype);
+      st = zrt_comm_all_gather(world(), send + offset * es, recv, count, dtype);
       break;
     case Op::AllGatherInPlace:
       std::memcpy(recv + offset * es, send + offset * es, length * es);
-      st = zrt_all_gather(world(), recv + offset * es, recv, count, dtype);
+      st = zrt_comm_all_gather(world(), recv + offset * es, recv, count, dtype);
       break;
     case Op::AllReduce:
-      st = zrt_all_reduce(world(), send, recv, count, dtype, ZRT_OP_SUM);
+      st = zrt_comm_all_reduce(world(), send, recv, count, dtype, ZRT_OP_SUM);
       break;
     case Op::AllReduceInPlace:
-      st = zrt_all_reduce(world(), send, send, count, dtype, ZRT_OP_SUM);
+      st = zrt_comm_all_reduce(world(), send, send, count, dtype, ZRT_OP_SUM);
       return st == ZRT_SUCCESS ? std::vector<unsigned char>(send, send + count * es)
                                : std::vector<unsigned char>{};
   }
@@ -270,7 +270,7 @@ TEST(CommMem, BuffersGoWithTheirCommunicator) {
     float *s = static_cast<float *>(send), *r = static_cast<float *>(recv);
     for (size_t i = 0; i < count; ++i)
       s[i] = static_cast<float>(i % 100 + rank());
-    ASSERT_EQ(zrt_all_reduce(c, send, recv, count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+    ASSERT_EQ(zrt_comm_all_reduce(c, send, recv, count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
         << backend << ": " << last_error();
     const int n = size();
     size_t wrong = 0;
@@ -301,7 +301,7 @@ TEST(CommMem, SendBuffersMayBeReusedAsSoonAsTheCollectiveReturns) {
     // Written high to low, so the part a peer reads last is overwritten first.
     for (size_t i = count; i-- > 0;)
       send[i] = static_cast<float>(round * (me + 1));
-    ASSERT_EQ(zrt_reduce_scatter(world(), send, out, count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+    ASSERT_EQ(zrt_comm_reduce_scatter(world(), send, out, count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << last_error();
     for (size_t i = 0; i < length; ++i)
@@ -328,7 +328,8 @@ TEST(CommMem, BroadcastAndHalfSharedAllReduce) {
   for (int root = 0; root < n; ++root) {
     for (size_t i = 0; i < count; ++i)
       s[i] = me == root ? static_cast<float>(i % 1000 + static_cast<size_t>(root)) : -1.0f;
-    ASSERT_EQ(zrt_broadcast(world(), s, count, ZRT_DTYPE_FP32, root), ZRT_SUCCESS) << last_error();
+    ASSERT_EQ(zrt_comm_broadcast(world(), s, count, ZRT_DTYPE_FP32, root), ZRT_SUCCESS)
+        << last_error();
     size_t wrong = 0;
     for (size_t i = 0; i < count; ++i)
       wrong += s[i] != static_cast<float>(i % 1000 + static_cast<size_t>(root));
@@ -338,7 +339,8 @@ TEST(CommMem, BroadcastAndHalfSharedAllReduce) {
     s[i] = static_cast<float>(i % 100 + static_cast<size_t>(me));
   std::vector<float> out(count, -1.0f);
   const int64_t before = direct_phases();
-  ASSERT_EQ(zrt_all_reduce(world(), s, out.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+  ASSERT_EQ(zrt_comm_all_reduce(world(), s, out.data(), count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_SUCCESS)
       << last_error();
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i)
@@ -363,7 +365,8 @@ TEST(CommMem, HierReadsItsNodesSharedBuffersInPlace) {
   for (size_t i = 0; i < count; ++i)
     s[i] = static_cast<float>(i % 50 + static_cast<size_t>(rank()));
   const int64_t before = direct_phases();
-  ASSERT_EQ(zrt_all_reduce(world(), send, recv, count, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_SUCCESS)
+  ASSERT_EQ(zrt_comm_all_reduce(world(), send, recv, count, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_SUCCESS)
       << last_error();
   EXPECT_GE(direct_phases() - before, 1);
   const int n = size();
@@ -382,8 +385,8 @@ TEST(CommMem, AllocationWhileACollectiveIsInFlight) {
   const size_t count = 300001;
   std::vector<float> send(count, 1.0f), recv(count);
   zrt_request_h request = nullptr;
-  ASSERT_EQ(zrt_all_reduce_post(world(), send.data(), recv.data(), count, ZRT_DTYPE_FP32,
-                                ZRT_OP_SUM, &request),
+  ASSERT_EQ(zrt_comm_all_reduce_post(world(), send.data(), recv.data(), count, ZRT_DTYPE_FP32,
+                                     ZRT_OP_SUM, &request),
             ZRT_SUCCESS)
       << last_error();
   // Rank 0 allocates before it waits; the others wait first.

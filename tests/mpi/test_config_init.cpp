@@ -126,8 +126,8 @@ TEST(ConfigInit, CheckArgsOffStillRunsCollectives) {
   std::vector<std::vector<float>> b(3, std::vector<float>(777, 0.0f));
   std::vector<zrt_request_h> reqs(3);
   for (size_t i = 0; i < 3; ++i)
-    ASSERT_EQ(zrt_all_reduce_post(comm, a.data(), b[i].data(), a.size(), ZRT_DTYPE_FP32, ZRT_OP_AVG,
-                                  &reqs[i]),
+    ASSERT_EQ(zrt_comm_all_reduce_post(comm, a.data(), b[i].data(), a.size(), ZRT_DTYPE_FP32,
+                                       ZRT_OP_AVG, &reqs[i]),
               ZRT_SUCCESS);
   for (int i = 2; i >= 0; --i)
     ASSERT_EQ(zrt_request_wait(reqs[static_cast<size_t>(i)]), ZRT_SUCCESS);

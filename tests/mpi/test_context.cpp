@@ -77,8 +77,8 @@ TEST(Context, SeveralContextsCoexist) {
   // Interleaved collectives on two contexts never match each other's messages.
   double x = 1, ya = 0, yb = 0;
   zrt_request_h ra = nullptr, rb = nullptr;
-  ASSERT_EQ(zrt_all_reduce_post(ca, &x, &ya, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &ra), ZRT_SUCCESS);
-  ASSERT_EQ(zrt_all_reduce_post(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_AVG, &rb), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_comm_all_reduce_post(ca, &x, &ya, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &ra), ZRT_SUCCESS);
+  ASSERT_EQ(zrt_comm_all_reduce_post(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_AVG, &rb), ZRT_SUCCESS);
   ASSERT_EQ(zrt_request_wait(rb), ZRT_SUCCESS);
   ASSERT_EQ(zrt_request_wait(ra), ZRT_SUCCESS);
   EXPECT_EQ(ya, static_cast<double>(test::size()));
@@ -86,7 +86,7 @@ TEST(Context, SeveralContextsCoexist) {
   zrt_request_free(ra);
   zrt_request_free(rb);
   EXPECT_EQ(zrt_finalize(a), ZRT_SUCCESS);
-  EXPECT_EQ(zrt_all_reduce(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_reduce(cb, &x, &yb, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
   EXPECT_EQ(zrt_finalize(b), ZRT_SUCCESS);
 }
 
@@ -131,13 +131,13 @@ TEST(Context, FinalizeReleasesLiveEnginesCommunicatorsPoolsAndSavesAndTheirHandl
   shared.resize(256);
   MPI_Bcast(shared.data(), 256, MPI_CHAR, 0, MPI_COMM_WORLD);
   shared.resize(std::strlen(shared.c_str()));
-  zrt_checkpoint_request_h save = nullptr;
-  ASSERT_EQ(zrt_checkpoint_save_async(engine, shared.c_str(), nullptr, &save), ZRT_SUCCESS)
+  zrt_request_h save = nullptr;
+  ASSERT_EQ(zrt_checkpoint_save_post(engine, shared.c_str(), nullptr, &save), ZRT_SUCCESS)
       << test::last_error();
   // A request in flight on a communicator is refused, naming it; nothing is destroyed.
   double x = 1, y = 0;
   zrt_request_h request = nullptr;
-  ASSERT_EQ(zrt_all_reduce_post(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &request),
+  ASSERT_EQ(zrt_comm_all_reduce_post(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM, &request),
             ZRT_SUCCESS);
   EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_STATE);
   EXPECT_TRUE(test::mentions("1 request(s) on a communicator of"));
@@ -154,13 +154,15 @@ TEST(Context, FinalizeReleasesLiveEnginesCommunicatorsPoolsAndSavesAndTheirHandl
   EXPECT_EQ(zrt_engine_destroy(engine), ZRT_ERR_INVALID_HANDLE);
   int rank = -1;
   EXPECT_EQ(zrt_comm_rank(comm, &rank), ZRT_ERR_INVALID_HANDLE);
-  EXPECT_EQ(zrt_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_comm_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM),
+            ZRT_ERR_INVALID_HANDLE);
   void *more = nullptr;
   EXPECT_EQ(zrt_pool_alloc(pool, 64, ZRT_LIFETIME_LONG, &more), ZRT_ERR_INVALID_HANDLE);
   EXPECT_EQ(zrt_pool_free(pool, block), ZRT_ERR_INVALID_HANDLE);
   EXPECT_EQ(zrt_finalize(ctx), ZRT_ERR_INVALID_HANDLE);
   // The save was published before the engine went; its request reports it.
-  EXPECT_EQ(zrt_checkpoint_wait(save), ZRT_SUCCESS) << test::last_error();
+  EXPECT_EQ(zrt_request_wait(save), ZRT_SUCCESS) << test::last_error();
+  EXPECT_EQ(zrt_request_free(save), ZRT_SUCCESS);
   size_t length = 0;
   EXPECT_EQ(zrt_checkpoint_describe(shared.c_str(), nullptr, 0, &length), ZRT_SUCCESS)
       << test::last_error();

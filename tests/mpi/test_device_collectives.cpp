@@ -106,24 +106,24 @@ TEST(DeviceCollectives, StagedResultsAreBitwiseTheHostResults) {
       std::vector<Case> cases = {
           {"reduce_scatter",
            [&](const void *s, void *r) {
-             return zrt_reduce_scatter(comm, s, r, count, dt, ZRT_OP_AVG);
+             return zrt_comm_reduce_scatter(comm, s, r, count, dt, ZRT_OP_AVG);
            },
            count * es, shard * es, 0, 0},
           {"all_reduce",
            [&](const void *s, void *r) {
-             return zrt_all_reduce(comm, s, r, count, dt, ZRT_OP_SUM);
+             return zrt_comm_all_reduce(comm, s, r, count, dt, ZRT_OP_SUM);
            },
            count * es, count * es, 0, 0},
           {"all_gather",
-           [&](const void *s, void *r) { return zrt_all_gather(comm, s, r, count, dt); },
+           [&](const void *s, void *r) { return zrt_comm_all_gather(comm, s, r, count, dt); },
            length * es, count * es, offset * es, 0},
           {"all_gather_in_place",
            [&](const void *, void *r) {
-             return zrt_all_gather(comm, static_cast<char *>(r) + offset * es, r, count, dt);
+             return zrt_comm_all_gather(comm, static_cast<char *>(r) + offset * es, r, count, dt);
            },
            length * es, count * es, offset * es, offset * es},
           {"broadcast",
-           [&](const void *, void *r) { return zrt_broadcast(comm, r, count, dt, n - 1); },
+           [&](const void *, void *r) { return zrt_comm_broadcast(comm, r, count, dt, n - 1); },
            count * es, count * es, 0, 0},
       };
       for (const Case &c : cases) {
@@ -154,7 +154,7 @@ TEST(DeviceCollectives, HostAndDeviceBuffersInOneCollectiveAreRefused) {
   DevicePool device;
   auto *d = static_cast<float *>(device.alloc(64 * sizeof(float)));
   std::vector<float> h(64, 1.0f);
-  EXPECT_EQ(zrt_all_reduce(test::world(), h.data(), d, 64, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), h.data(), d, 64, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_ERR_INVALID_ARGUMENT);
   EXPECT_NE(test::last_error().find("sendbuf is host memory but recvbuf is device memory"),
             std::string::npos)

@@ -100,12 +100,12 @@ TEST(DeviceEngineCheckpoint, AFileSavedOnTheDeviceLoadsOnTheHostAndBack) {
     for (int step = 0; step < 2; ++step) {
       for (size_t t = 0; t < dev.params.size(); ++t) {
         void *g = nullptr;
-        CHECK_OK(zrt_grad_data(dev.e, dev.params[t], &g));
+        CHECK_OK(zrt_param_grad_data(dev.e, dev.params[t], &g));
         std::vector<uint16_t> g16(static_cast<size_t>(kSizes[t]));
         for (size_t i = 0; i < g16.size(); ++i)
           g16[i] = static_cast<uint16_t>(0x3c00 + (i + step + test::rank()) % 64);  // bf16 ~1.x
         test::device_copy(g, g16.data(), g16.size() * sizeof(uint16_t));
-        CHECK_OK(zrt_grad_ready(dev.e, dev.params[t]));
+        CHECK_OK(zrt_param_grad_ready(dev.e, dev.params[t]));
       }
       CHECK_OK(zrt_engine_step(dev.e, nullptr));
     }
@@ -154,10 +154,10 @@ TEST(DeviceEngineOffload, TheStepReportTimesTheCopiesAndWhatNothingHid) {
     for (int micro = 0; micro < 2; ++micro) {
       for (size_t t = e.params.size(); t-- > 0;) {
         void *g = nullptr;
-        CHECK_OK(zrt_grad_data(e.e, e.params[t], &g));
+        CHECK_OK(zrt_param_grad_data(e.e, e.params[t], &g));
         std::vector<uint16_t> g16(static_cast<size_t>(kSizes[t]), 0x3c00);  // bf16 1.0
         test::device_copy(g, g16.data(), g16.size() * sizeof(uint16_t));
-        CHECK_OK(zrt_grad_ready(e.e, e.params[t]));
+        CHECK_OK(zrt_param_grad_ready(e.e, e.params[t]));
       }
       zrt_step_report_t r{};
       r.field_mask = ZRT_STEP_REPORT_FIELD_APPLIED | ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES;

@@ -223,7 +223,7 @@ void train(const RunSpec &run, Result *out) {
       if (run.shuffle_ready) std::shuffle(order.begin(), order.end(), order_rng);
       for (size_t t : order) {
         void *grad = nullptr;
-        CHECK_OK(zrt_grad_data(e, h[t], &grad));
+        CHECK_OK(zrt_param_grad_data(e, h[t], &grad));
         void *where = grad;
         if (device) {
           staging.resize(g[t].size() * esize);
@@ -233,7 +233,7 @@ void train(const RunSpec &run, Result *out) {
         for (size_t i = 0; i < g[t].size(); ++i)
           add(where, i, run.dtype, static_cast<float>(g[t][i] * scale));
         if (device) test::device_copy(grad, staging.data(), staging.size());
-        CHECK_OK(zrt_grad_ready(e, h[t]));
+        CHECK_OK(zrt_param_grad_ready(e, h[t]));
       }
       for (size_t t = 0; t < h.size(); ++t)
         CHECK_OK(zrt_param_release(e, h[t]));
@@ -663,12 +663,12 @@ TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
                 zrt_param_set(e, w, values.data(), ZRT_DTYPE_FP32) == ZRT_SUCCESS;
       for (int step = 0; ok && step < 2; ++step) {
         void *grad = nullptr;
-        ok = zrt_grad_data(e, w, &grad) == ZRT_SUCCESS;
+        ok = zrt_param_grad_data(e, w, &grad) == ZRT_SUCCESS;
         for (size_t i = 0; ok && i < values.size(); ++i)
           static_cast<float *>(grad)[i] =
               static_cast<float>(uniform(4, step * 64 + test::rank(), i));
-        ok =
-            ok && zrt_grad_ready(e, w) == ZRT_SUCCESS && zrt_engine_step(e, nullptr) == ZRT_SUCCESS;
+        ok = ok && zrt_param_grad_ready(e, w) == ZRT_SUCCESS &&
+             zrt_engine_step(e, nullptr) == ZRT_SUCCESS;
       }
       out->resize(values.size());
       ok = ok && zrt_param_get(e, w, out->data(), ZRT_DTYPE_FP32) == ZRT_SUCCESS;

@@ -151,12 +151,12 @@ TEST(EngineLossScale, OverflowOnOneRankSkipsTheStepEverywhereAndTheScaleRecovers
     double scale = 0;
     ASSERT_EQ(zrt_engine_loss_scale(e.e, &scale), ZRT_SUCCESS);
     void *g = nullptr;
-    ASSERT_EQ(zrt_grad_data(e.e, h, &g), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_param_grad_data(e.e, h, &g), ZRT_SUCCESS);
     auto *g16 = static_cast<uint16_t *>(g);
     for (int i = 0; i < 100; ++i)
       g16[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(0.01 * scale));
     if (inject) g16[42] = 0x7c00;  // +Inf in fp16
-    ASSERT_EQ(zrt_grad_ready(e.e, h), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_param_grad_ready(e.e, h), ZRT_SUCCESS);
     ASSERT_EQ(zrt_engine_step(e.e, r), ZRT_SUCCESS) << test::last_error();
   };
 
@@ -216,11 +216,11 @@ TEST(EngineShapes, ThousandsOfTinyTensorsAnyReadyOrderAndSgd) {
     for (int t : order) {
       zrt_param_h h = e.params[static_cast<size_t>(t)];
       void *g = nullptr;
-      CHECK_OK(zrt_grad_data(e.e, h, &g));
+      CHECK_OK(zrt_param_grad_data(e.e, h, &g));
       for (int64_t k = 0; k < sizes[static_cast<size_t>(t)]; ++k)
         static_cast<float *>(g)[k] +=
             static_cast<float>(test::rank() + 1) * 0.25f * static_cast<float>(k + 1);
-      CHECK_OK(zrt_grad_ready(e.e, h));
+      CHECK_OK(zrt_param_grad_ready(e.e, h));
     }
     for (zrt_param_h h : e.params)
       CHECK_OK(zrt_param_release(e.e, h));
@@ -314,7 +314,7 @@ TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
   EXPECT_EQ(zrt_param_register(g.e, "a", ZRT_DTYPE_FP32, 2, shape, &b), ZRT_ERR_INVALID_ARGUMENT);
   mentions("'a' is already registered");
   void *ptr = nullptr;
-  EXPECT_EQ(zrt_grad_data(g.e, a, &ptr), ZRT_ERR_INVALID_STATE);
+  EXPECT_EQ(zrt_param_grad_data(g.e, a, &ptr), ZRT_ERR_INVALID_STATE);
   mentions("zrt_engine_commit");
   CHECK_OK(zrt_param_register(g.e, "b", ZRT_DTYPE_FP32, 1, shape, &b));
   CHECK_OK(zrt_engine_commit(g.e));
@@ -323,24 +323,24 @@ TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
   EXPECT_EQ(zrt_engine_commit(g.e), ZRT_ERR_INVALID_STATE);
   EXPECT_EQ(zrt_param_set(g.e, a, nullptr, ZRT_DTYPE_FP32), ZRT_ERR_INVALID_ARGUMENT);
   mentions("values is NULL");
-  EXPECT_EQ(zrt_grad_data(g.e, a, nullptr), ZRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zrt_param_grad_data(g.e, a, nullptr), ZRT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(zrt_param_data(g.e, nullptr, &ptr), ZRT_ERR_INVALID_HANDLE);
 
-  CHECK_OK(zrt_grad_data(g.e, a, &ptr));
-  CHECK_OK(zrt_grad_ready(g.e, a));
-  EXPECT_EQ(zrt_grad_ready(g.e, a), ZRT_ERR_INVALID_STATE);
+  CHECK_OK(zrt_param_grad_data(g.e, a, &ptr));
+  CHECK_OK(zrt_param_grad_ready(g.e, a));
+  EXPECT_EQ(zrt_param_grad_ready(g.e, a), ZRT_ERR_INVALID_STATE);
   mentions("called twice for 'a'");
   // 'b' is not ready on the last rank only: every rank fails, naming it, and none hangs.
   if (test::rank() != test::size() - 1) {
-    CHECK_OK(zrt_grad_data(g.e, b, &ptr));
-    CHECK_OK(zrt_grad_ready(g.e, b));
+    CHECK_OK(zrt_param_grad_data(g.e, b, &ptr));
+    CHECK_OK(zrt_param_grad_ready(g.e, b));
   }
   EXPECT_EQ(zrt_engine_step(g.e, nullptr), ZRT_ERR_INVALID_STATE);
   mentions(fmt::format("rank {}: the gradient of 'b' was not made ready", test::size() - 1));
   // The engine is still in step: a complete micro-step works.
   for (zrt_param_h h : {a, b}) {
-    CHECK_OK(zrt_grad_data(g.e, h, &ptr));
-    CHECK_OK(zrt_grad_ready(g.e, h));
+    CHECK_OK(zrt_param_grad_data(g.e, h, &ptr));
+    CHECK_OK(zrt_param_grad_ready(g.e, h));
   }
   zrt_step_report_t r{};
   r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;
@@ -350,7 +350,7 @@ TEST(EngineErrors, BadInputIsAClearStatusNamingTheParameter) {
   // A handle of another engine is refused.
   Engine other;
   CHECK_OK(zrt_engine_create(test::context(), &p, &other.e));
-  EXPECT_EQ(zrt_grad_ready(other.e, a), ZRT_ERR_INVALID_HANDLE);
+  EXPECT_EQ(zrt_param_grad_ready(other.e, a), ZRT_ERR_INVALID_HANDLE);
   mentions("another engine");
 }
 
@@ -479,8 +479,8 @@ TEST(EngineReports, OnlyTheFieldsOfTheMaskAreWrittenAndUnknownBitsFailEveryRank)
   CHECK_OK(zrt_engine_commit(e.e));
   auto ready = [&] {
     void *g = nullptr;
-    ASSERT_EQ(zrt_grad_data(e.e, h, &g), ZRT_SUCCESS);
-    ASSERT_EQ(zrt_grad_ready(e.e, h), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_param_grad_data(e.e, h, &g), ZRT_SUCCESS);
+    ASSERT_EQ(zrt_param_grad_ready(e.e, h), ZRT_SUCCESS);
   };
 
   // A field outside the mask keeps the caller's value.

@@ -139,8 +139,8 @@ void check_plan(const PlanCase &c) {
     zrt_param_h h = *it;
     void *g = nullptr;
     use(h);
-    CHECK_OK(zrt_grad_data(engine, h, &g));
-    CHECK_OK(zrt_grad_ready(engine, h));
+    CHECK_OK(zrt_param_grad_data(engine, h, &g));
+    CHECK_OK(zrt_param_grad_ready(engine, h));
     CHECK_OK(zrt_param_release(engine, h));
   }
   zrt_step_report_t report{};

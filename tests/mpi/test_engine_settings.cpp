@@ -49,10 +49,10 @@ zrt_step_report_t settings_micro_step(test::EngineOwner &e, float g) {
   zrt_param_h h = e.params[0];
   SETTINGS_OK(zrt_param_gather(e.e, h));
   void *grad = nullptr;
-  SETTINGS_OK(zrt_grad_data(e.e, h, &grad));
+  SETTINGS_OK(zrt_param_grad_data(e.e, h, &grad));
   for (int64_t i = 0; i < kSettingsElems; ++i)
     static_cast<float *>(grad)[i] += g;
-  SETTINGS_OK(zrt_grad_ready(e.e, h));
+  SETTINGS_OK(zrt_param_grad_ready(e.e, h));
   SETTINGS_OK(zrt_param_release(e.e, h));
   zrt_step_report_t r{};
   r.field_mask = ZRT_STEP_REPORT_FIELD_ALL;

@@ -88,12 +88,12 @@ TEST(MemoryApi, TheMemoryLimitNamesItsKindShareAndUse) {
 
 TEST(MemoryApi, TheMemoryLimitRefusesANullStructAndUnknownBits) {
   EXPECT_EQ(zrt_context_memory_limit(test::context(), nullptr), ZRT_ERR_INVALID_ARGUMENT);
-  mentions("zrt_context_memory_limit: limit is NULL");
+  mentions("zrt_context_memory_limit: limit_p is NULL");
   zrt_memory_limit_t l{};
   l.field_mask = ZRT_MEMORY_LIMIT_FIELD_ALL | (1u << 7);
   l.limit_bytes = 7;
   EXPECT_EQ(zrt_context_memory_limit(test::context(), &l), ZRT_ERR_INVALID_ARGUMENT);
-  mentions("limit->field_mask");
+  mentions("limit_p->field_mask");
   EXPECT_EQ(l.limit_bytes, 7u);
   EXPECT_EQ(zrt_context_memory_limit(nullptr, &l), ZRT_ERR_INVALID_HANDLE);
 }
@@ -289,9 +289,9 @@ TEST(MemoryApi, BadInputIsAClearStatusAndMessage) {
   std::memset(&s, 0, sizeof s);
   s.field_mask = uint64_t{1} << 40;
   EXPECT_EQ(zrt_pool_stats(pool, &s), ZRT_ERR_INVALID_ARGUMENT);
-  mentions("stats->field_mask has unknown bits 0x10000000000");
+  mentions("stats_p->field_mask has unknown bits 0x10000000000");
   EXPECT_EQ(zrt_pool_stats(pool, nullptr), ZRT_ERR_INVALID_ARGUMENT);
-  mentions("stats is NULL");
+  mentions("stats_p is NULL");
   EXPECT_EQ(zrt_pool_destroy(pool), ZRT_ERR_INVALID_STATE);
   mentions("pool 'checked' still has 2 live allocation(s)");
   zrt_pool_h host = nullptr;

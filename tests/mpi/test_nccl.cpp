@@ -68,14 +68,15 @@ TEST(Nccl, CollectivesOnDeviceBuffersMatchTheReference) {
         DeviceBuffer send(count * es), recv(count * es), part(shard * es);
         ASSERT_EQ(cudaMemcpy(send.data(), host.data(), host.size(), cudaMemcpyHostToDevice),
                   cudaSuccess);
-        ASSERT_EQ(zrt_all_reduce(comm, send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_all_reduce(comm, send.data(), recv.data(), count, dt, op), ZRT_SUCCESS)
             << last_error();
         std::vector<char> all = to_host(recv, count * es);
         EXPECT_EQ(
             compare(all.data(), count, dt, [&](size_t i) { return reference(i, salt, dt, op, n); }),
             "")
             << "all_reduce";
-        ASSERT_EQ(zrt_reduce_scatter(comm, send.data(), part.data(), count, dt, op), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_reduce_scatter(comm, send.data(), part.data(), count, dt, op),
+                  ZRT_SUCCESS)
             << last_error();
         std::vector<char> mine = to_host(part, shard * es);
         EXPECT_EQ(compare(mine.data(), length, dt,
@@ -84,14 +85,15 @@ TEST(Nccl, CollectivesOnDeviceBuffersMatchTheReference) {
             << "reduce_scatter";
         for (size_t i = length * es; i < mine.size(); ++i)
           ASSERT_EQ(mine[i], 0) << "padding byte " << i;
-        ASSERT_EQ(zrt_all_gather(comm, part.data(), recv.data(), count, dt), ZRT_SUCCESS)
+        ASSERT_EQ(zrt_comm_all_gather(comm, part.data(), recv.data(), count, dt), ZRT_SUCCESS)
             << last_error();
         std::vector<char> gathered = to_host(recv, count * es);
         EXPECT_EQ(compare(gathered.data(), count, dt,
                           [&](size_t i) { return reference(i, salt, dt, op, n); }),
                   "")
             << "all_gather of the reduce-scatter";
-        ASSERT_EQ(zrt_broadcast(comm, send.data(), count, dt, n - 1), ZRT_SUCCESS) << last_error();
+        ASSERT_EQ(zrt_comm_broadcast(comm, send.data(), count, dt, n - 1), ZRT_SUCCESS)
+            << last_error();
         std::vector<char> b = to_host(send, count * es);
         EXPECT_EQ(compare(b.data(), count, dt,
                           [&](size_t i) {
@@ -120,11 +122,12 @@ TEST(Nccl, DeterministicModeEqualsTheHostBackendsBitForBit) {
       std::vector<char> in(count * es), want(count * es);
       for (size_t i = 0; i < count; ++i)
         put(in.data(), i, dt, input(me, i, 33, dt) * std::ldexp(1.0, static_cast<int>(i % 11) - 5));
-      ASSERT_EQ(zrt_all_reduce(host_comm, in.data(), want.data(), count, dt, ZRT_OP_AVG),
+      ASSERT_EQ(zrt_comm_all_reduce(host_comm, in.data(), want.data(), count, dt, ZRT_OP_AVG),
                 ZRT_SUCCESS);
       DeviceBuffer send(count * es), recv(count * es);
       ASSERT_EQ(cudaMemcpy(send.data(), in.data(), in.size(), cudaMemcpyHostToDevice), cudaSuccess);
-      ASSERT_EQ(zrt_all_reduce(dev, send.data(), recv.data(), count, dt, ZRT_OP_AVG), ZRT_SUCCESS)
+      ASSERT_EQ(zrt_comm_all_reduce(dev, send.data(), recv.data(), count, dt, ZRT_OP_AVG),
+                ZRT_SUCCESS)
           << last_error();
       std::vector<char> got = to_host(recv, count * es);
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0);
@@ -141,14 +144,14 @@ TEST(Nccl, HostBackendsRefuseDeviceBuffersAndAutoSendsThemToNccl) {
   p.backend = "mpi";
   zrt_comm_h comm = nullptr;
   ASSERT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &p, &comm), ZRT_SUCCESS);
-  EXPECT_EQ(zrt_all_reduce(comm, a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(comm, a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_ERR_NOT_SUPPORTED);
   EXPECT_NE(last_error().find("backend mpi does not serve device memory"), std::string::npos)
       << last_error();
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS);
   // The context's own communicator chooses by memory: nccl for device buffers.
   ASSERT_EQ(cudaMemset(a.data(), 0, 64), cudaSuccess);
-  EXPECT_EQ(zrt_all_reduce(test::world(), a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  EXPECT_EQ(zrt_comm_all_reduce(test::world(), a.data(), b.data(), 16, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_SUCCESS)
       << last_error();
 }

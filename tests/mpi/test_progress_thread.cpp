@@ -54,9 +54,9 @@ TEST(ProgressThread, CompletesCollectivesWhileTheProgramComputes) {
     }
     std::vector<float> x(300001, 1.0f), y(300001, 0.0f);
     zrt_request_h req = nullptr;
-    ASSERT_EQ(
-        zrt_all_reduce_post(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM, &req),
-        ZRT_SUCCESS)
+    ASSERT_EQ(zrt_comm_all_reduce_post(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32,
+                                       ZRT_OP_SUM, &req),
+              ZRT_SUCCESS)
         << test::last_error();
     EXPECT_TRUE(arrives(y, static_cast<float>(test::size())))
         << "the result did not arrive without test/wait";

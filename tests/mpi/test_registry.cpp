@@ -83,7 +83,7 @@ TEST(Registry, UnavailableUcxTransportFallsBackToMpi) {
   EXPECT_EQ(zrt_comm_backend(comm, &name), ZRT_SUCCESS);
   EXPECT_STREQ(name, "mpi");
   double x = 1, y = 0;
-  EXPECT_EQ(zrt_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM), ZRT_SUCCESS);
   EXPECT_EQ(y, test::size());
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS);
 }
@@ -100,7 +100,8 @@ TEST(Registry, NcclServesDeviceMemoryOnly) {
   }
   ASSERT_EQ(st, ZRT_SUCCESS) << test::last_error();
   float x = 1, y = 0;
-  EXPECT_EQ(zrt_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM), ZRT_ERR_NOT_SUPPORTED);
+  EXPECT_EQ(zrt_comm_all_reduce(comm, &x, &y, 1, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+            ZRT_ERR_NOT_SUPPORTED);
   EXPECT_TRUE(mentions("backend nccl does not serve host memory")) << test::last_error();
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS);
 }
@@ -113,7 +114,7 @@ TEST(Registry, AutoOnOneRankIsLocal) {
   zrt_comm_backend(comm, &name);
   EXPECT_STREQ(name, "shm");
   float x[3] = {1, 2, 3}, y[3] = {};
-  EXPECT_EQ(zrt_all_reduce(comm, x, y, 3, ZRT_DTYPE_FP32, ZRT_OP_AVG), ZRT_SUCCESS);
+  EXPECT_EQ(zrt_comm_all_reduce(comm, x, y, 3, ZRT_DTYPE_FP32, ZRT_OP_AVG), ZRT_SUCCESS);
   EXPECT_EQ(y[2], 3.0f);
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS);
 }

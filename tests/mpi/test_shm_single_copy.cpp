@@ -54,7 +54,7 @@ zrt_status_t gather(zrt_comm_h c, size_t count, std::string *error) {
   std::vector<float> src(length), recv(count, -1.0f);
   for (size_t i = 0; i < length; ++i)
     src[i] = static_cast<float>((offset + i) % 1000);
-  zrt_status_t st = zrt_all_gather(c, src.data(), recv.data(), count, ZRT_DTYPE_FP32);
+  zrt_status_t st = zrt_comm_all_gather(c, src.data(), recv.data(), count, ZRT_DTYPE_FP32);
   *error = st == ZRT_SUCCESS ? "" : last_error();
   if (st == ZRT_SUCCESS)
     for (size_t i = 0; i < count; ++i)
@@ -89,10 +89,11 @@ TEST(ShmSingleCopy, RefusedReadsFailEveryRankAndStagedCopiesGoOn) {
       EXPECT_NE(error.find(fmt::format("rank {}", denied)), std::string::npos) << error;
     // all-reduce's all-gather half reads with it too; auto keeps reduce-scatter staged.
     std::vector<float> send(large, 1.0f), part(large);
-    EXPECT_EQ(zrt_all_reduce(c, send.data(), part.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+    EXPECT_EQ(zrt_comm_all_reduce(c, send.data(), part.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
               ZRT_ERR_BACKEND);
-    EXPECT_EQ(zrt_reduce_scatter(c, send.data(), part.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
-              ZRT_SUCCESS)
+    EXPECT_EQ(
+        zrt_comm_reduce_scatter(c, send.data(), part.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+        ZRT_SUCCESS)
         << last_error();
     EXPECT_EQ(part[0], static_cast<float>(n));
     // The channel is still in step: small collectives copy through shared memory.
@@ -105,7 +106,7 @@ TEST(ShmSingleCopy, RefusedReadsFailEveryRankAndStagedCopiesGoOn) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(gather(c, large, &error), ZRT_SUCCESS) << error;
   std::vector<float> send(large, static_cast<float>(me)), all(large);
-  ASSERT_EQ(zrt_all_reduce(c, send.data(), all.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
+  ASSERT_EQ(zrt_comm_all_reduce(c, send.data(), all.data(), large, ZRT_DTYPE_FP32, ZRT_OP_SUM),
             ZRT_SUCCESS)
       << last_error();
   EXPECT_EQ(all[large - 1], static_cast<float>(n * (n - 1) / 2));

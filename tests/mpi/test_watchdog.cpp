@@ -41,7 +41,7 @@ void skip_one(zrt_context_h ctx, const char *backend) {
   std::vector<float> &y = kept.back();
   std::string message;
   if (me != skipper) {
-    EXPECT_EQ(zrt_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM),
+    EXPECT_EQ(zrt_comm_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM),
               ZRT_ERR_TIMEOUT);
     message = test::last_error();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -50,7 +50,7 @@ void skip_one(zrt_context_h ctx, const char *backend) {
     MPI_Barrier(MPI_COMM_WORLD);
     // Its next collective on the communicator fails with the same verdict: either at
     // post, or while it waits for ranks that have given up.
-    EXPECT_EQ(zrt_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM),
+    EXPECT_EQ(zrt_comm_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM),
               ZRT_ERR_TIMEOUT);
     message = test::last_error();
   }
@@ -61,9 +61,9 @@ void skip_one(zrt_context_h ctx, const char *backend) {
       << message;
   // The communicator stays failed.
   zrt_request_h req = nullptr;
-  EXPECT_EQ(
-      zrt_all_reduce_post(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM, &req),
-      ZRT_ERR_TIMEOUT);
+  EXPECT_EQ(zrt_comm_all_reduce_post(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP32, ZRT_OP_SUM,
+                                     &req),
+            ZRT_ERR_TIMEOUT);
   EXPECT_NE(test::last_error().find("this communicator failed earlier"), std::string::npos)
       << test::last_error();
   EXPECT_EQ(zrt_comm_destroy(comm), ZRT_SUCCESS) << test::last_error();
@@ -99,7 +99,7 @@ TEST(Watchdog, HealthyCollectivesAreUntouched) {
   ASSERT_EQ(zrt_comm_create(test::context(), MPI_COMM_WORLD, &p, &comm), ZRT_SUCCESS);
   std::vector<double> x(4096, 1.0), y(4096);
   for (int i = 0; i < 50; ++i)
-    ASSERT_EQ(zrt_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP64, ZRT_OP_SUM),
+    ASSERT_EQ(zrt_comm_all_reduce(comm, x.data(), y.data(), x.size(), ZRT_DTYPE_FP64, ZRT_OP_SUM),
               ZRT_SUCCESS)
         << test::last_error();
   EXPECT_EQ(y[4095], static_cast<double>(test::size()));

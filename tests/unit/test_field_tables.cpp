@@ -18,6 +18,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/field_table.hpp"
+#include "zerort/defs.h"
 
 namespace {
 
@@ -37,23 +38,26 @@ struct HeaderEnum {
   std::optional<uint64_t> all;             // the _ALL value, if any
 };
 
-// "1u << 5" or "(1u << 5) - 1"; anything else is a form this test does not know.
-std::optional<uint64_t> enumerator_value(const std::string &text) {
+// "ZRT_BIT(5)" or "(ZRT_BIT(5) - 1)"; anything else is a form this test does not know.
+std::optional<uint64_t> field_value(const std::string &text) {
   std::smatch m;
-  static const std::regex bit(R"(^\s*1u\s*<<\s*(\d+)\s*$)");
-  static const std::regex all(R"(^\s*\(\s*1u\s*<<\s*(\d+)\s*\)\s*-\s*1\s*$)");
+  static const std::regex bit(R"(^\s*ZRT_BIT\((\d+)\)\s*$)");
+  static const std::regex all(R"(^\s*\(\s*ZRT_BIT\((\d+)\)\s*-\s*1\s*\)\s*$)");
   if (std::regex_match(text, m, bit)) return uint64_t{1} << std::stoi(m[1]);
   if (std::regex_match(text, m, all)) return (uint64_t{1} << std::stoi(m[1])) - 1;
   return std::nullopt;
 }
 
+// A field group of a public header: "@name zrt_engine_params_field" ... "@{" then one
+// #define per field, up to "@}".
 std::vector<HeaderEnum> header_enums() {
   std::vector<HeaderEnum> out;
-  static const std::regex block(R"(enum\s+(zrt_\w+_field)\s*\{([^}]*)\})");
-  static const std::regex entry(R"((ZRT_\w+)\s*=\s*([^,/\n]+))");
-  for (const char *layer : {"runtime", "memory", "comm", "optim", "api"})
-    for (const auto &file :
-         fs::directory_iterator(fs::path(ZRT_SOURCE_DIR) / layer / "include/zerort")) {
+  static const std::regex block(R"(@name\s+(zrt_\w+_field)\b[^@]*@\{([\s\S]*?)@\})");
+  static const std::regex entry(
+      R"(#define\s+(ZRT_\w+)\s+((?:\([^/\n]*\))|(?:ZRT_BIT\(\d+\))|\S+))");
+  for (const char *layer : {"runtime", "memory", "comm", "optim", "api"}) {
+    const fs::path dir = fs::path(ZRT_SOURCE_DIR) / layer / "include/zerort";
+    for (const auto &file : fs::directory_iterator(dir)) {
       if (file.path().extension() != ".h") continue;
       const std::string text = read_text(file.path());
       for (std::sregex_iterator b(text.begin(), text.end(), block), end; b != end; ++b) {
@@ -63,9 +67,9 @@ std::vector<HeaderEnum> header_enums() {
         const std::string body = (*b)[2];
         for (std::sregex_iterator f(body.begin(), body.end(), entry); f != end; ++f) {
           const std::string name = (*f)[1];
-          std::optional<uint64_t> value = enumerator_value((*f)[2]);
+          std::optional<uint64_t> value = field_value((*f)[2]);
           EXPECT_TRUE(value.has_value()) << e.file << ": " << name << " = " << (*f)[2]
-                                         << " is not of the form 1u << N or (1u << N) - 1";
+                                         << " is not of the form ZRT_BIT(N) or (ZRT_BIT(N) - 1)";
           if (!value) continue;
           if (name.ends_with("_ALL"))
             e.all = *value;
@@ -75,6 +79,7 @@ std::vector<HeaderEnum> header_enums() {
         out.push_back(std::move(e));
       }
     }
+  }
   return out;
 }
 
@@ -83,6 +88,9 @@ const zrt::FieldTableInfo *table_of(const std::string &field_enum) {
     if (field_enum == t.field_enum) return &t;
   return nullptr;
 }
+
+// A field_mask has 64 usable bits: ZRT_BIT is a uint64_t, not an int enumerator.
+static_assert(ZRT_BIT(63) == uint64_t{1} << 63 && sizeof(ZRT_BIT(0)) == 8);
 
 TEST(FieldTables, TheHeadersHaveFieldEnums) {
   // The parser must see the headers at all, or every test below passes vacuously.

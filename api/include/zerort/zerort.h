@@ -18,6 +18,7 @@
 #include "zerort/memory.h"
 #include "zerort/optimizer.h"
 #include "zerort/plan.h"
+#include "zerort/request.h"
 #include "zerort/status.h"
 #include "zerort/version.h"
 

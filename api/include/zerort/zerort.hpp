@@ -164,31 +164,31 @@ class comm {
   void all_reduce(std::span<const T> send, std::span<T> recv, zrt_op_t op = ZRT_OP_SUM) {
     if (send.size() != recv.size())
       throw error(ZRT_ERR_INVALID_ARGUMENT, "zrt::comm::all_reduce: send and recv sizes differ");
-    check(zrt_all_reduce(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op));
+    check(zrt_comm_all_reduce(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op));
   }
   template <class T>
   void all_reduce(std::span<T> inout, zrt_op_t op = ZRT_OP_SUM) {
-    check(zrt_all_reduce(h_, inout.data(), inout.data(), inout.size(), dtype_of<T>(), op));
+    check(zrt_comm_all_reduce(h_, inout.data(), inout.data(), inout.size(), dtype_of<T>(), op));
   }
   /** send holds the total count (every rank's shard); recv this rank's shard. */
   template <class T>
   request reduce_scatter_post(std::span<const T> send, std::span<T> recv,
                               zrt_op_t op = ZRT_OP_SUM) {
     zrt_request_h r = nullptr;
-    check(
-        zrt_reduce_scatter_post(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op, &r));
+    check(zrt_comm_reduce_scatter_post(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op,
+                                       &r));
     return request(r);
   }
   /** recv holds the total count. */
   template <class T>
   request all_gather_post(std::span<const T> send, std::span<T> recv) {
     zrt_request_h r = nullptr;
-    check(zrt_all_gather_post(h_, send.data(), recv.data(), recv.size(), dtype_of<T>(), &r));
+    check(zrt_comm_all_gather_post(h_, send.data(), recv.data(), recv.size(), dtype_of<T>(), &r));
     return request(r);
   }
   template <class T>
   void broadcast(std::span<T> buf, int root) {
-    check(zrt_broadcast(h_, buf.data(), buf.size(), dtype_of<T>(), root));
+    check(zrt_comm_broadcast(h_, buf.data(), buf.size(), dtype_of<T>(), root));
   }
   zrt_comm_h get() const noexcept { return h_; }
 
@@ -301,10 +301,10 @@ class engine {
   template <class T = float>
   std::span<T> grad_data(zrt_param_h p) const {
     void *data = nullptr;
-    check(zrt_grad_data(get(), p, &data));
+    check(zrt_param_grad_data(get(), p, &data));
     return {static_cast<T *>(data), numel(p)};
   }
-  void grad_ready(zrt_param_h p) { check(zrt_grad_ready(get(), p)); }
+  void grad_ready(zrt_param_h p) { check(zrt_param_grad_ready(get(), p)); }
   void gather(zrt_param_h p) { check(zrt_param_gather(get(), p)); }
   void release(zrt_param_h p) { check(zrt_param_release(get(), p)); }
   /** Collective. */
@@ -325,13 +325,19 @@ class engine {
   void save(const std::string &path, const zrt_checkpoint_params_t *params = nullptr) {
     check(zrt_checkpoint_save(get(), path.c_str(), params));
   }
-  /** Collective: copies the state, writes it in the background; zrt_checkpoint_wait the
-   * request (it says whether the save succeeded). */
-  zrt_checkpoint_request_h save_async(const std::string &path,
-                                      const zrt_checkpoint_params_t *params = nullptr) {
-    zrt_checkpoint_request_h request = nullptr;
-    check(zrt_checkpoint_save_async(get(), path.c_str(), params, &request));
-    return request;
+  /** Collective: copies the state, writes it in the background; the request's wait (or
+   * test) says whether the save succeeded (zrt_checkpoint_save_post). */
+  request save_post(const std::string &path, const zrt_checkpoint_params_t *params = nullptr) {
+    zrt_request_h r = nullptr;
+    check(zrt_checkpoint_save_post(get(), path.c_str(), params, &r));
+    return request(r);
+  }
+  /** API 2: the raw handle, for zrt_checkpoint_wait. */
+  [[deprecated("use save_post")]] zrt_checkpoint_request_h save_async(
+      const std::string &path, const zrt_checkpoint_params_t *params = nullptr) {
+    zrt_request_h r = nullptr;
+    check(zrt_checkpoint_save_post(get(), path.c_str(), params, &r));
+    return r;
   }
   /** Collective. */
   void load(const std::string &path) { check(zrt_checkpoint_load(get(), path.c_str())); }

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   CHECK(zrt_comm_size(comm, &size));
 
   float x[4] = {1, 2, 3, 4};
-  CHECK(zrt_all_reduce(comm, x, x, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM));
+  CHECK(zrt_comm_all_reduce(comm, x, x, 4, ZRT_DTYPE_FP32, ZRT_OP_SUM));
   zrt_pool_h pool;
   CHECK(zrt_context_pool(ctx, ZRT_MEMORY_HOST, &pool));
   void *block;

@@ -62,16 +62,16 @@ program train
     y = matmul(truth, x)
     call zrt_param_gather(engine, w)
     call zrt_param_data(engine, w, value)
-    call zrt_grad_data(engine, w, grad)
+    call zrt_param_grad_data(engine, w, grad)
     wm(1:n_out, 1:n_in) => value
     gm(1:n_out, 1:n_in) => grad
     err = matmul(wm, x) - y
     gm = gm + matmul(err, transpose(x)) / batch
     loss(1) = sum(err**2) / (2 * batch)
-    call zrt_grad_ready(engine, w)
+    call zrt_param_grad_ready(engine, w)
     call zrt_param_release(engine, w)
     call zrt_engine_step(engine, report)
-    call zrt_all_reduce(world, loss, loss, 1, ZRT_DTYPE_FP32, ZRT_OP_AVG)
+    call zrt_comm_all_reduce(world, loss, loss, 1, ZRT_DTYPE_FP32, ZRT_OP_AVG)
     if (rank == 0 .and. (step == 1 .or. step == steps)) &
         print '(a, i0, a, es10.3)', 'train: step ', report%step, ' loss ', loss(1)
   end do

@@ -14,9 +14,10 @@
  *    writes @c count elements.
  *
  * ## Requests
- * zrt_*_post starts an operation and returns a request; zrt_request_test advances it and
- * returns ZRT_SUCCESS once done, ZRT_IN_PROGRESS before; zrt_request_wait blocks until it
- * is done; zrt_request_free releases it. Buffers must stay untouched until it is done.
+ * zrt_comm_*_post starts an operation and returns a request (zerort/request.h):
+ * zrt_request_test advances it and returns ZRT_SUCCESS once done, ZRT_IN_PROGRESS before;
+ * zrt_request_wait blocks until it is done; zrt_request_free releases it. Buffers must stay
+ * untouched until it is done.
  * Operations on one communicator must be posted in the same order on every rank.
  *
  * ## Deterministic mode
@@ -28,9 +29,11 @@
  * (and bf16/fp16 round after each addition).
  *
  * ## Backends
- * The registry picks a backend per collective, the same on every rank: nccl for CUDA
- * device memory, shm for host memory on one node, hier (shm inside nodes, then ucx or mpi
- * between them) across nodes, mpi for small buffers across nodes. comm.backend
+ * Six backends: mpi, shm, ucx, hier, nccl and staged. The registry picks one per
+ * collective, the same on every rank: nccl for CUDA device memory (staged, through pinned
+ * host memory and a host backend, where NCCL cannot serve it), shm for host memory on one
+ * node, hier (shm inside nodes, then ucx or mpi between them) across nodes, mpi for small
+ * buffers across nodes. comm.backend
  * (ZRT_COMM_BACKEND) or zrt_comm_params_t names one instead; a buffer it cannot serve is
  * an error (ZRT_ERR_NOT_SUPPORTED) that names both. zrt_comm_backend() reports the choice
  * for large host buffers. On CUDA device memory a collective starts after the work the
@@ -56,17 +59,22 @@
 #include <mpi.h>
 
 #include "zerort/defs.h"
+#include "zerort/request.h"
 #include "zerort/status.h"
 
 ZRT_BEGIN_DECLS
 
-/** @brief Which fields of zrt_comm_params_t the caller set. */
-enum zrt_comm_params_field {
-  ZRT_COMM_PARAM_FIELD_BACKEND = 1u << 0,
-  ZRT_COMM_PARAM_FIELD_DETERMINISTIC = 1u << 1,
-  ZRT_COMM_PARAM_FIELD_TIMEOUT = 1u << 2,
-  ZRT_COMM_PARAM_FIELD_ALL = (1u << 3) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_comm_params_field
+ * Which fields of zrt_comm_params_t the caller set.
+ * @{
+ */
+#define ZRT_COMM_PARAM_FIELD_BACKEND ZRT_BIT(0)
+#define ZRT_COMM_PARAM_FIELD_DETERMINISTIC ZRT_BIT(1)
+#define ZRT_COMM_PARAM_FIELD_TIMEOUT ZRT_BIT(2)
+/** every field of this header's version */
+#define ZRT_COMM_PARAM_FIELD_ALL (ZRT_BIT(3) - 1)
+/** @} */
 
 /** @brief Parameters of zrt_comm_create. */
 typedef struct zrt_comm_params {
@@ -192,9 +200,9 @@ ZRT_API zrt_status_t zrt_dtype_convert(const void *in, zrt_dtype_t from, void *o
  * one communicator must come in the same order on every rank: post from one thread, or
  * order the threads yourself. The same holds for every post below.
  */
-ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                             size_t count, zrt_dtype_t dtype, zrt_op_t op,
-                                             zrt_request_h *request_p);
+ZRT_API zrt_status_t zrt_comm_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf,
+                                                  void *recvbuf, size_t count, zrt_dtype_t dtype,
+                                                  zrt_op_t op, zrt_request_h *request_p);
 
 /**
  * @brief Start an all-gather: each rank contributes its shard of a @p count-element
@@ -202,72 +210,107 @@ ZRT_API zrt_status_t zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbu
  * all @p count elements in @p recvbuf. @p count is the total (received) count, the same
  * on every rank (NCCL's ncclAllGather takes the send count instead). In place when
  * @p sendbuf equals recvbuf plus the rank's offset.
- * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_comm_reduce_scatter_post.
  */
-ZRT_API zrt_status_t zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                         size_t count, zrt_dtype_t dtype, zrt_request_h *request_p);
+ZRT_API zrt_status_t zrt_comm_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                              size_t count, zrt_dtype_t dtype,
+                                              zrt_request_h *request_p);
 
 /**
  * @brief Start an all-reduce of @p count elements (each rank's whole buffer). In place
  * when @p sendbuf equals @p recvbuf.
- * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_comm_reduce_scatter_post.
  */
-ZRT_API zrt_status_t zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                         size_t count, zrt_dtype_t dtype, zrt_op_t op,
-                                         zrt_request_h *request_p);
+ZRT_API zrt_status_t zrt_comm_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                              size_t count, zrt_dtype_t dtype, zrt_op_t op,
+                                              zrt_request_h *request_p);
 
 /**
  * @brief Start a broadcast of @p count elements of @p buf from @p root.
- * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_reduce_scatter_post.
+ * Collective, non-blocking. Thread-safe, with posts ordered as for zrt_comm_reduce_scatter_post.
  */
-ZRT_API zrt_status_t zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
-                                        int root, zrt_request_h *request_p);
-
-/**
- * @brief Advance a request. @return ZRT_SUCCESS when it is done, ZRT_IN_PROGRESS while it
- * runs, or the error that ended it (the same error on every later call).
- * Local, non-blocking. A request may be tested from one thread at a time (other requests
- * and the progress thread may run meanwhile).
- */
-ZRT_API zrt_status_t zrt_request_test(zrt_request_h request);
-
-/**
- * @brief Block until a request is done. @return as zrt_request_test, never IN_PROGRESS.
- * Local, blocking. A request may be waited on from one thread at a time.
- */
-ZRT_API zrt_status_t zrt_request_wait(zrt_request_h request);
-
-/**
- * @brief Release a request. Fails with ZRT_ERR_INVALID_STATE, freeing nothing, while it
- * is in progress. The handle is stale afterwards. Local, non-blocking. Not thread-safe
- * with other calls on @p request.
- */
-ZRT_API zrt_status_t zrt_request_free(zrt_request_h request);
+ZRT_API zrt_status_t zrt_comm_broadcast_post(zrt_comm_h comm, void *buf, size_t count,
+                                             zrt_dtype_t dtype, int root, zrt_request_h *request_p);
 
 /**
  * @brief Blocking reduce-scatter: post, wait, free (@p count is the total count).
- * Collective, blocking. Thread-safe as zrt_reduce_scatter_post.
+ * Collective, blocking. Thread-safe as zrt_comm_reduce_scatter_post.
  */
-ZRT_API zrt_status_t zrt_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                        size_t count, zrt_dtype_t dtype, zrt_op_t op);
+ZRT_API zrt_status_t zrt_comm_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                             size_t count, zrt_dtype_t dtype, zrt_op_t op);
 /**
  * @brief Blocking all-gather: post, wait, free (@p count is the total count).
- * Collective, blocking. Thread-safe as zrt_all_gather_post.
+ * Collective, blocking. Thread-safe as zrt_comm_all_gather_post.
  */
-ZRT_API zrt_status_t zrt_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zrt_dtype_t dtype);
+ZRT_API zrt_status_t zrt_comm_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype);
 /**
  * @brief Blocking all-reduce: post, wait, free. Collective, blocking. Thread-safe as
- * zrt_all_reduce_post.
+ * zrt_comm_all_reduce_post.
  */
-ZRT_API zrt_status_t zrt_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zrt_dtype_t dtype, zrt_op_t op);
+ZRT_API zrt_status_t zrt_comm_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zrt_dtype_t dtype, zrt_op_t op);
 /**
  * @brief Blocking broadcast: post, wait, free. Collective, blocking. Thread-safe as
- * zrt_broadcast_post.
+ * zrt_comm_broadcast_post.
  */
-ZRT_API zrt_status_t zrt_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
-                                   int root);
+ZRT_API zrt_status_t zrt_comm_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype,
+                                        int root);
+
+/**
+ * @name API 2 names
+ * The collectives' names before API 3 gave them the zrt_comm_ prefix; kept for API 3 only
+ * (deprecated), each calls its new name.
+ * @{
+ */
+/** @brief Deprecated: zrt_comm_reduce_scatter_post. */
+static inline ZRT_DEPRECATED("zrt_comm_reduce_scatter_post") zrt_status_t
+    zrt_reduce_scatter_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                            zrt_dtype_t dtype, zrt_op_t op, zrt_request_h *request_p) {
+  return zrt_comm_reduce_scatter_post(comm, sendbuf, recvbuf, count, dtype, op, request_p);
+}
+/** @brief Deprecated: zrt_comm_all_gather_post. */
+static inline ZRT_DEPRECATED("zrt_comm_all_gather_post") zrt_status_t
+    zrt_all_gather_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                        zrt_dtype_t dtype, zrt_request_h *request_p) {
+  return zrt_comm_all_gather_post(comm, sendbuf, recvbuf, count, dtype, request_p);
+}
+/** @brief Deprecated: zrt_comm_all_reduce_post. */
+static inline ZRT_DEPRECATED("zrt_comm_all_reduce_post") zrt_status_t
+    zrt_all_reduce_post(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                        zrt_dtype_t dtype, zrt_op_t op, zrt_request_h *request_p) {
+  return zrt_comm_all_reduce_post(comm, sendbuf, recvbuf, count, dtype, op, request_p);
+}
+/** @brief Deprecated: zrt_comm_broadcast_post. */
+static inline ZRT_DEPRECATED("zrt_comm_broadcast_post") zrt_status_t
+    zrt_broadcast_post(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype, int root,
+                       zrt_request_h *request_p) {
+  return zrt_comm_broadcast_post(comm, buf, count, dtype, root, request_p);
+}
+/** @brief Deprecated: zrt_comm_reduce_scatter. */
+static inline ZRT_DEPRECATED("zrt_comm_reduce_scatter") zrt_status_t
+    zrt_reduce_scatter(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                       zrt_dtype_t dtype, zrt_op_t op) {
+  return zrt_comm_reduce_scatter(comm, sendbuf, recvbuf, count, dtype, op);
+}
+/** @brief Deprecated: zrt_comm_all_gather. */
+static inline ZRT_DEPRECATED("zrt_comm_all_gather") zrt_status_t
+    zrt_all_gather(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                   zrt_dtype_t dtype) {
+  return zrt_comm_all_gather(comm, sendbuf, recvbuf, count, dtype);
+}
+/** @brief Deprecated: zrt_comm_all_reduce. */
+static inline ZRT_DEPRECATED("zrt_comm_all_reduce") zrt_status_t
+    zrt_all_reduce(zrt_comm_h comm, const void *sendbuf, void *recvbuf, size_t count,
+                   zrt_dtype_t dtype, zrt_op_t op) {
+  return zrt_comm_all_reduce(comm, sendbuf, recvbuf, count, dtype, op);
+}
+/** @brief Deprecated: zrt_comm_broadcast. */
+static inline ZRT_DEPRECATED("zrt_comm_broadcast") zrt_status_t
+    zrt_broadcast(zrt_comm_h comm, void *buf, size_t count, zrt_dtype_t dtype, int root) {
+  return zrt_comm_broadcast(comm, buf, count, dtype, root);
+}
+/** @} */
 
 ZRT_END_DECLS
 

@@ -98,16 +98,20 @@ typedef enum zrt_compact {
   ZRT_COMPACT_FORCE_INT_ = -2147483647 - 1
 } zrt_compact_t;
 
-/** @brief Which fields of zrt_pool_params_t the caller set. */
-enum zrt_pool_params_field {
-  ZRT_POOL_PARAM_FIELD_SPACE = 1u << 0,
-  ZRT_POOL_PARAM_FIELD_LIMIT_BYTES = 1u << 1,
-  ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES = 1u << 2,
-  ZRT_POOL_PARAM_FIELD_ALIGNMENT = 1u << 3,
-  ZRT_POOL_PARAM_FIELD_COMPACT = 1u << 4,
-  ZRT_POOL_PARAM_FIELD_NAME = 1u << 5,
-  ZRT_POOL_PARAM_FIELD_ALL = (1u << 6) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_pool_params_field
+ * Which fields of zrt_pool_params_t the caller set.
+ * @{
+ */
+#define ZRT_POOL_PARAM_FIELD_SPACE ZRT_BIT(0)
+#define ZRT_POOL_PARAM_FIELD_LIMIT_BYTES ZRT_BIT(1)
+#define ZRT_POOL_PARAM_FIELD_SEGMENT_BYTES ZRT_BIT(2)
+#define ZRT_POOL_PARAM_FIELD_ALIGNMENT ZRT_BIT(3)
+#define ZRT_POOL_PARAM_FIELD_COMPACT ZRT_BIT(4)
+#define ZRT_POOL_PARAM_FIELD_NAME ZRT_BIT(5)
+/** every field of this header's version */
+#define ZRT_POOL_PARAM_FIELD_ALL (ZRT_BIT(6) - 1)
+/** @} */
 
 /** @brief Parameters of zrt_pool_create. Unset fields take the defaults shown. */
 typedef struct zrt_pool_params {
@@ -121,21 +125,31 @@ typedef struct zrt_pool_params {
                                  copied */
 } zrt_pool_params_t;
 
-/** @brief Which fields of zrt_pool_stats_t to fill. */
-enum zrt_pool_stats_field {
-  ZRT_POOL_STATS_FIELD_SPACE = 1u << 0,
-  ZRT_POOL_STATS_FIELD_LIMIT = 1u << 1,        /**< limit_bytes */
-  ZRT_POOL_STATS_FIELD_RESERVED = 1u << 2,     /**< reserved_bytes, peak_reserved_bytes */
-  ZRT_POOL_STATS_FIELD_LIVE = 1u << 3,         /**< live_bytes, peak_live_bytes, allocations,
-                                                    movable_allocations */
-  ZRT_POOL_STATS_FIELD_FREE = 1u << 4,         /**< free_bytes, largest_free_bytes,
-                                                    fragmentation */
-  ZRT_POOL_STATS_FIELD_COMPACTION = 1u << 5,   /**< compactions, moved_bytes, generation */
-  ZRT_POOL_STATS_FIELD_FAILURES = 1u << 6,     /**< out_of_memory_count */
-  ZRT_POOL_STATS_FIELD_PLACEMENT = 1u << 7,    /**< page_locked, numa_node, segments */
-  ZRT_POOL_STATS_FIELD_THREAD_CACHE = 1u << 8, /**< thread_cached_bytes */
-  ZRT_POOL_STATS_FIELD_ALL = (1u << 9) - 1     /**< every field of this header's version */
-};
+/**
+ * @name zrt_pool_stats_field
+ * Which fields of zrt_pool_stats_t to fill.
+ * @{
+ */
+#define ZRT_POOL_STATS_FIELD_SPACE ZRT_BIT(0)
+/** limit_bytes */
+#define ZRT_POOL_STATS_FIELD_LIMIT ZRT_BIT(1)
+/** reserved_bytes, peak_reserved_bytes */
+#define ZRT_POOL_STATS_FIELD_RESERVED ZRT_BIT(2)
+/** live_bytes, peak_live_bytes, allocations, movable_allocations */
+#define ZRT_POOL_STATS_FIELD_LIVE ZRT_BIT(3)
+/** free_bytes, largest_free_bytes, fragmentation */
+#define ZRT_POOL_STATS_FIELD_FREE ZRT_BIT(4)
+/** compactions, moved_bytes, generation */
+#define ZRT_POOL_STATS_FIELD_COMPACTION ZRT_BIT(5)
+/** out_of_memory_count */
+#define ZRT_POOL_STATS_FIELD_FAILURES ZRT_BIT(6)
+/** page_locked, numa_node, segments */
+#define ZRT_POOL_STATS_FIELD_PLACEMENT ZRT_BIT(7)
+/** thread_cached_bytes */
+#define ZRT_POOL_STATS_FIELD_THREAD_CACHE ZRT_BIT(8)
+/** every field of this header's version */
+#define ZRT_POOL_STATS_FIELD_ALL (ZRT_BIT(9) - 1)
+/** @} */
 
 /** @brief A pool's counters; zrt_pool_stats fills the fields named in field_mask. */
 typedef struct zrt_pool_stats {
@@ -270,7 +284,7 @@ ZRT_API zrt_status_t zrt_pool_trim(zrt_pool_h pool, size_t *released_bytes_p);
  * @brief Fill the fields of @p stats named in stats->field_mask.
  * Local, non-blocking, thread-safe (a consistent snapshot).
  */
-ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats);
+ZRT_API zrt_status_t zrt_pool_stats(zrt_pool_h pool, zrt_pool_stats_t *stats_p);
 
 /** @brief What bounds a process's host memory, as zrt_context_memory_limit reports it. */
 typedef enum zrt_memory_limit_kind {
@@ -281,12 +295,18 @@ typedef enum zrt_memory_limit_kind {
   ZRT_MEMORY_LIMIT_DATA = 3           /**< RLIMIT_DATA (ulimit -d) */
 } zrt_memory_limit_kind_t;
 
-/** @brief Which fields of zrt_memory_limit_t to fill. */
-enum zrt_memory_limit_field {
-  ZRT_MEMORY_LIMIT_FIELD_LIMIT = 1u << 0,    /**< kind, limit_bytes, sharing_ranks */
-  ZRT_MEMORY_LIMIT_FIELD_USE = 1u << 1,      /**< used_bytes, available_bytes */
-  ZRT_MEMORY_LIMIT_FIELD_ALL = (1u << 2) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_memory_limit_field
+ * Which fields of zrt_memory_limit_t to fill.
+ * @{
+ */
+/** kind, limit_bytes, sharing_ranks */
+#define ZRT_MEMORY_LIMIT_FIELD_LIMIT ZRT_BIT(0)
+/** used_bytes, available_bytes */
+#define ZRT_MEMORY_LIMIT_FIELD_USE ZRT_BIT(1)
+/** every field of this header's version */
+#define ZRT_MEMORY_LIMIT_FIELD_ALL (ZRT_BIT(2) - 1)
+/** @} */
 
 /**
  * @brief The host memory limit that leaves this rank the least room now, of: the node's
@@ -316,15 +336,19 @@ typedef struct zrt_memory_limit {
  * /proc/self/cgroup), the use at each call (/proc/self/status). zrt_engine_commit makes the
  * same comparison for the engine's buffers. Local, non-blocking, thread-safe.
  */
-ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit);
+ZRT_API zrt_status_t zrt_context_memory_limit(zrt_context_h context, zrt_memory_limit_t *limit_p);
 
-/** @brief Which fields of zrt_offload_params_t the caller set. */
-enum zrt_offload_params_field {
-  ZRT_OFFLOAD_PARAM_FIELD_RING_BYTES = 1u << 0,
-  ZRT_OFFLOAD_PARAM_FIELD_PREFETCH_DEPTH = 1u << 1,
-  ZRT_OFFLOAD_PARAM_FIELD_POOL = 1u << 2,
-  ZRT_OFFLOAD_PARAM_FIELD_ALL = (1u << 3) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_offload_params_field
+ * Which fields of zrt_offload_params_t the caller set.
+ * @{
+ */
+#define ZRT_OFFLOAD_PARAM_FIELD_RING_BYTES ZRT_BIT(0)
+#define ZRT_OFFLOAD_PARAM_FIELD_PREFETCH_DEPTH ZRT_BIT(1)
+#define ZRT_OFFLOAD_PARAM_FIELD_POOL ZRT_BIT(2)
+/** every field of this header's version */
+#define ZRT_OFFLOAD_PARAM_FIELD_ALL (ZRT_BIT(3) - 1)
+/** @} */
 
 /** @brief Parameters of zrt_offload_create. */
 typedef struct zrt_offload_params {
@@ -335,16 +359,23 @@ typedef struct zrt_offload_params {
                            the context's; must outlive the engine */
 } zrt_offload_params_t;
 
-/** @brief Which fields of zrt_offload_stats_t to fill. */
-enum zrt_offload_stats_field {
-  ZRT_OFFLOAD_STATS_FIELD_COUNTS = 1u << 0,   /**< pushes, fetches, discards, prefetches, tokens */
-  ZRT_OFFLOAD_STATS_FIELD_BYTES = 1u << 1,    /**< ring_bytes, ring_used_bytes,
-                                                   offloaded_bytes, peak_offloaded_bytes,
-                                                   device_bytes_saved, peak_device_bytes_saved */
-  ZRT_OFFLOAD_STATS_FIELD_TIMES = 1u << 2,    /**< copy_seconds, exposed_seconds */
-  ZRT_OFFLOAD_STATS_FIELD_ENGINE = 1u << 3,   /**< engine */
-  ZRT_OFFLOAD_STATS_FIELD_ALL = (1u << 4) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_offload_stats_field
+ * Which fields of zrt_offload_stats_t to fill.
+ * @{
+ */
+/** pushes, fetches, discards, prefetches, tokens */
+#define ZRT_OFFLOAD_STATS_FIELD_COUNTS ZRT_BIT(0)
+/** ring_bytes, ring_used_bytes, offloaded_bytes, peak_offloaded_bytes, \ device_bytes_saved,
+ * peak_device_bytes_saved */
+#define ZRT_OFFLOAD_STATS_FIELD_BYTES ZRT_BIT(1)
+/** copy_seconds, exposed_seconds */
+#define ZRT_OFFLOAD_STATS_FIELD_TIMES ZRT_BIT(2)
+/** engine */
+#define ZRT_OFFLOAD_STATS_FIELD_ENGINE ZRT_BIT(3)
+/** every field of this header's version */
+#define ZRT_OFFLOAD_STATS_FIELD_ALL (ZRT_BIT(4) - 1)
+/** @} */
 
 /** @brief An offload engine's accounting; zrt_offload_stats fills the named fields. */
 typedef struct zrt_offload_stats {
@@ -449,7 +480,7 @@ ZRT_API zrt_status_t zrt_offload_discard(zrt_offload_h offload, zrt_offload_toke
  * @brief Fill the fields of @p stats named in stats->field_mask.
  * Local, non-blocking, thread-safe.
  */
-ZRT_API zrt_status_t zrt_offload_stats(zrt_offload_h offload, zrt_offload_stats_t *stats);
+ZRT_API zrt_status_t zrt_offload_stats(zrt_offload_h offload, zrt_offload_stats_t *stats_p);
 
 ZRT_END_DECLS
 

@@ -14,7 +14,7 @@
  * Saves are atomic: the file is written as PATH.tmp and renamed once every rank has closed
  * and synced it, so a crash during a save leaves the previous checkpoint intact. Each rank
  * writes its own blocks with pwrite, checksummed as they go out; a load reads each byte
- * from storage once, checking it before the engine changes. zrt_checkpoint_save_async
+ * from storage once, checking it before the engine changes. zrt_checkpoint_save_post
  * copies the state and writes in the background while training goes on.
  */
 #ifndef ZERORT_CHECKPOINT_H
@@ -22,16 +22,21 @@
 
 #include "zerort/defs.h"
 #include "zerort/engine.h"
+#include "zerort/request.h"
 #include "zerort/status.h"
 
 ZRT_BEGIN_DECLS
 
-/** @brief Which fields of zrt_checkpoint_params_t the caller set. */
-enum zrt_checkpoint_params_field {
-  ZRT_CHECKPOINT_PARAM_FIELD_METADATA = 1u << 0,
-  ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST = 1u << 1,
-  ZRT_CHECKPOINT_PARAM_FIELD_ALL = (1u << 2) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_checkpoint_params_field
+ * Which fields of zrt_checkpoint_params_t the caller set.
+ * @{
+ */
+#define ZRT_CHECKPOINT_PARAM_FIELD_METADATA ZRT_BIT(0)
+#define ZRT_CHECKPOINT_PARAM_FIELD_KEEP_LAST ZRT_BIT(1)
+/** every field of this header's version */
+#define ZRT_CHECKPOINT_PARAM_FIELD_ALL (ZRT_BIT(2) - 1)
+/** @} */
 
 /** @brief Parameters of zrt_checkpoint_save. */
 typedef struct zrt_checkpoint_params {
@@ -50,9 +55,6 @@ typedef struct zrt_checkpoint_params {
 ZRT_API zrt_status_t zrt_checkpoint_save(zrt_engine_h engine, const char *path,
                                          const zrt_checkpoint_params_t *params);
 
-/** @brief An asynchronous save (zrt_checkpoint_save_async) until waited for. */
-typedef struct zrt_checkpoint_request *zrt_checkpoint_request_h;
-
 /**
  * @brief Start saving the engine's state to @p path and return: the file is written in
  * the background while training continues, and nothing after this call changes what it
@@ -68,28 +70,37 @@ typedef struct zrt_checkpoint_request *zrt_checkpoint_request_h;
  * failed on any rank (a full file system) makes that step return ZRT_ERR_IO on every rank,
  * naming the rank and the reason, before the step changes anything (calling it again
  * takes the step), and the previous checkpoint is kept. zrt_engine_destroy and
- * zrt_finalize wait for it. *request_p: wait for it with
- * zrt_checkpoint_wait (or test it), which frees it. Not thread-safe with other calls on
- * @p engine.
+ * zrt_finalize wait for it. *request_p: a request (zerort/request.h) like a collective's;
+ * zrt_request_test and zrt_request_wait are collective over the engine's ranks while the
+ * save is in flight (they may publish it), local once it has ended; the save's failure is
+ * theirs (ZRT_ERR_IO naming the rank and the reason; the previous checkpoint is kept);
+ * zrt_request_free it once it has ended. Not thread-safe with other calls on @p engine.
  */
-ZRT_API zrt_status_t zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
-                                               const zrt_checkpoint_params_t *params,
-                                               zrt_checkpoint_request_h *request_p);
+ZRT_API zrt_status_t zrt_checkpoint_save_post(zrt_engine_h engine, const char *path,
+                                              const zrt_checkpoint_params_t *params,
+                                              zrt_request_h *request_p);
 
 /**
- * @brief Whether the save has ended: *done_p is 1 once it is published (or failed, which
- * is the call's status), and the request is then freed; 0 while a rank still writes.
- * Collective over the engine's ranks while the save is in flight (it may publish it), local
- * once it has ended.
+ * @name API 2 names
+ * The background save's own request idiom before API 3; kept for API 3 only (deprecated).
+ * zrt_checkpoint_save_async is zrt_checkpoint_save_post; zrt_checkpoint_test sets *done_p
+ * and frees the request once the save has ended; zrt_checkpoint_wait waits and frees it.
+ * @{
  */
-ZRT_API zrt_status_t zrt_checkpoint_test(zrt_checkpoint_request_h request, int *done_p);
-
-/**
- * @brief Wait until the save is published, and free the request. Its status is the save's:
- * ZRT_ERR_IO, naming the rank and the reason, when a write failed (the previous checkpoint
- * is kept). Collective while the save is in flight, local once it has ended.
- */
-ZRT_API zrt_status_t zrt_checkpoint_wait(zrt_checkpoint_request_h request);
+/** @brief Deprecated: a zrt_request_h. */
+typedef zrt_request_h zrt_checkpoint_request_h;
+/** @brief Deprecated: zrt_checkpoint_save_post. */
+ZRT_API ZRT_DEPRECATED("zrt_checkpoint_save_post") zrt_status_t
+    zrt_checkpoint_save_async(zrt_engine_h engine, const char *path,
+                              const zrt_checkpoint_params_t *params,
+                              zrt_checkpoint_request_h *request_p);
+/** @brief Deprecated: zrt_request_test, then zrt_request_free once it has ended. */
+ZRT_API ZRT_DEPRECATED("zrt_request_test") zrt_status_t
+    zrt_checkpoint_test(zrt_checkpoint_request_h request, int *done_p);
+/** @brief Deprecated: zrt_request_wait, then zrt_request_free. */
+ZRT_API ZRT_DEPRECATED("zrt_request_wait") zrt_status_t
+    zrt_checkpoint_wait(zrt_checkpoint_request_h request);
+/** @} */
 
 /**
  * @brief Load @p path into a committed engine with the same parameter names and shapes
@@ -116,13 +127,18 @@ ZRT_API zrt_status_t zrt_checkpoint_describe(const char *path, char *buf, size_t
 /** @brief An open checkpoint file (zrt_checkpoint_open or zrt_checkpoint_create). */
 typedef struct zrt_checkpoint *zrt_checkpoint_h;
 
-/** @brief Which fields of zrt_checkpoint_tensor_t to fill. */
-enum zrt_checkpoint_tensor_field {
-  ZRT_CHECKPOINT_TENSOR_FIELD_NAME = 1u << 0,
-  ZRT_CHECKPOINT_TENSOR_FIELD_SHAPE = 1u << 1,    /**< ndim, shape, numel */
-  ZRT_CHECKPOINT_TENSOR_FIELD_CHECKSUM = 1u << 2, /**< checksum, has_checksum */
-  ZRT_CHECKPOINT_TENSOR_FIELD_ALL = (1u << 3) - 1
-};
+/**
+ * @name zrt_checkpoint_tensor_field
+ * Which fields of zrt_checkpoint_tensor_t to fill.
+ * @{
+ */
+#define ZRT_CHECKPOINT_TENSOR_FIELD_NAME ZRT_BIT(0)
+/** ndim, shape, numel */
+#define ZRT_CHECKPOINT_TENSOR_FIELD_SHAPE ZRT_BIT(1)
+/** checksum, has_checksum */
+#define ZRT_CHECKPOINT_TENSOR_FIELD_CHECKSUM ZRT_BIT(2)
+#define ZRT_CHECKPOINT_TENSOR_FIELD_ALL (ZRT_BIT(3) - 1)
+/** @} */
 
 /** @brief One dataset of a checkpoint: the fields named in field_mask. */
 typedef struct zrt_checkpoint_tensor {

@@ -10,7 +10,7 @@
  * zrt_param_set(engine, p, init_values, FP32) x n    local: identical values on every rank
  * loop:
  *   forward   stage 3: zrt_param_gather(p) ... zrt_param_release(p)
- *   backward  zrt_grad_data(p, &g); write g; zrt_grad_ready(p)   (any order)
+ *   backward  zrt_param_grad_data(p, &g); write g; zrt_param_grad_ready(p)   (any order)
  *   zrt_engine_step(engine, &report)                 collective
  * zrt_engine_destroy(engine)
  * ```
@@ -32,7 +32,7 @@
  * ## Memory space and streams
  * With memory_space ZRT_ENGINE_MEMORY_DEVICE (engine.memory_space = device) the engine
  * lives on the rank's GPU: the compute-dtype parameters, the gradients and every bucket
- * are device memory (zrt_param_data and zrt_grad_data return device pointers), and so are
+ * are device memory (zrt_param_data and zrt_param_grad_data return device pointers), and so are
  * the fp32 master weights and optimizer moments, updated by GPU kernels, unless
  * offload_optimizer keeps them in pinned host memory and updates them on the CPU
  * (ZeRO-Offload). Collectives on device memory use NCCL where it serves (one rank per
@@ -43,9 +43,9 @@
  * The program computes on its own stream (stream in the params, zrt_engine_set_stream; a
  * cudaStream_t, NULL for CUDA's default stream), and the engine orders its device work
  * with that stream as NCCL orders collectives with the stream they are given:
- *  - the buffer zrt_grad_data returns is zeroed (or holds earlier micro-steps' gradients)
+ *  - the buffer zrt_param_grad_data returns is zeroed (or holds earlier micro-steps' gradients)
  *    for the work the program enqueues on its stream after the call;
- *  - zrt_grad_ready: the reduction of a bucket reads its gradients after all the work the
+ *  - zrt_param_grad_ready: the reduction of a bucket reads its gradients after all the work the
  *    program enqueued before the call that made the bucket complete;
  *  - zrt_param_gather returns once the gathered values are in device memory, so the
  *    program's later work reads them;
@@ -57,7 +57,7 @@
  * ## Order
  * Buckets are fixed at commit, in reverse registration order (the order backward usually
  * produces gradients), identically on every rank. A bucket is reduced once all of its
- * gradients are ready and every earlier bucket has been reduced, so zrt_grad_ready may be
+ * gradients are ready and every earlier bucket has been reduced, so zrt_param_grad_ready may be
  * called in any order on any rank without deadlock or mismatch.
  */
 #ifndef ZERORT_ENGINE_H
@@ -93,36 +93,40 @@ typedef enum zrt_engine_memory {
   ZRT_ENGINE_MEMORY_FORCE_INT_ = -2147483647 - 1
 } zrt_engine_memory_t;
 
-/** @brief Which fields of zrt_engine_params_t the caller set. */
-enum zrt_engine_params_field {
-  ZRT_ENGINE_PARAM_FIELD_STAGE = 1u << 0,
-  ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE = 1u << 1,
-  ZRT_ENGINE_PARAM_FIELD_OPTIMIZER = 1u << 2,
-  ZRT_ENGINE_PARAM_FIELD_LR = 1u << 3,
-  ZRT_ENGINE_PARAM_FIELD_BETAS = 1u << 4,
-  ZRT_ENGINE_PARAM_FIELD_EPS = 1u << 5,
-  ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY = 1u << 6,
-  ZRT_ENGINE_PARAM_FIELD_MOMENTUM = 1u << 7,
-  ZRT_ENGINE_PARAM_FIELD_NESTEROV = 1u << 8,
-  ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES = 1u << 9,
-  ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES = 1u << 10,
-  ZRT_ENGINE_PARAM_FIELD_OVERLAP = 1u << 11,
-  ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER = 1u << 12,
-  ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING = 1u << 13,
-  ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS = 1u << 14,
-  ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC = 1u << 15,
-  ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE = 1u << 16,
-  ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER = 1u << 17,
-  ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW = 1u << 18,
-  ZRT_ENGINE_PARAM_FIELD_HYSTERESIS = 1u << 19,
-  ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE = 1u << 20,
-  ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS = 1u << 21,
-  ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE = 1u << 22,
-  ZRT_ENGINE_PARAM_FIELD_STREAM = 1u << 23,
-  ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS = 1u << 24,
-  ZRT_ENGINE_PARAM_FIELD_SETTINGS = 1u << 25,
-  ZRT_ENGINE_PARAM_FIELD_ALL = (1u << 26) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_engine_params_field
+ * Which fields of zrt_engine_params_t the caller set.
+ * @{
+ */
+#define ZRT_ENGINE_PARAM_FIELD_STAGE ZRT_BIT(0)
+#define ZRT_ENGINE_PARAM_FIELD_COMPUTE_DTYPE ZRT_BIT(1)
+#define ZRT_ENGINE_PARAM_FIELD_OPTIMIZER ZRT_BIT(2)
+#define ZRT_ENGINE_PARAM_FIELD_LR ZRT_BIT(3)
+#define ZRT_ENGINE_PARAM_FIELD_BETAS ZRT_BIT(4)
+#define ZRT_ENGINE_PARAM_FIELD_EPS ZRT_BIT(5)
+#define ZRT_ENGINE_PARAM_FIELD_WEIGHT_DECAY ZRT_BIT(6)
+#define ZRT_ENGINE_PARAM_FIELD_MOMENTUM ZRT_BIT(7)
+#define ZRT_ENGINE_PARAM_FIELD_NESTEROV ZRT_BIT(8)
+#define ZRT_ENGINE_PARAM_FIELD_REDUCE_BUCKET_BYTES ZRT_BIT(9)
+#define ZRT_ENGINE_PARAM_FIELD_ALLGATHER_BUCKET_BYTES ZRT_BIT(10)
+#define ZRT_ENGINE_PARAM_FIELD_OVERLAP ZRT_BIT(11)
+#define ZRT_ENGINE_PARAM_FIELD_OFFLOAD_OPTIMIZER ZRT_BIT(12)
+#define ZRT_ENGINE_PARAM_FIELD_GRADIENT_CLIPPING ZRT_BIT(13)
+#define ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS ZRT_BIT(14)
+#define ZRT_ENGINE_PARAM_FIELD_DETERMINISTIC ZRT_BIT(15)
+#define ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE ZRT_BIT(16)
+#define ZRT_ENGINE_PARAM_FIELD_INITIAL_SCALE_POWER ZRT_BIT(17)
+#define ZRT_ENGINE_PARAM_FIELD_LOSS_SCALE_WINDOW ZRT_BIT(18)
+#define ZRT_ENGINE_PARAM_FIELD_HYSTERESIS ZRT_BIT(19)
+#define ZRT_ENGINE_PARAM_FIELD_MIN_LOSS_SCALE ZRT_BIT(20)
+#define ZRT_ENGINE_PARAM_FIELD_MAX_LIVE_PARAMETERS ZRT_BIT(21)
+#define ZRT_ENGINE_PARAM_FIELD_MEMORY_SPACE ZRT_BIT(22)
+#define ZRT_ENGINE_PARAM_FIELD_STREAM ZRT_BIT(23)
+#define ZRT_ENGINE_PARAM_FIELD_SHARED_BUFFERS ZRT_BIT(24)
+#define ZRT_ENGINE_PARAM_FIELD_SETTINGS ZRT_BIT(25)
+/** every field of this header's version */
+#define ZRT_ENGINE_PARAM_FIELD_ALL (ZRT_BIT(26) - 1)
+/** @} */
 
 /**
  * @brief Parameters of zrt_engine_create. Unset fields take the default shown, or the
@@ -213,13 +217,17 @@ ZRT_API zrt_status_t zrt_engine_destroy(zrt_engine_h engine);
 ZRT_API zrt_status_t zrt_param_register(zrt_engine_h engine, const char *name, zrt_dtype_t dtype,
                                         int ndim, const int64_t *shape, zrt_param_h *param_p);
 
-/** @brief Which fields of zrt_param_info_t to fill. */
-enum zrt_param_info_field {
-  ZRT_PARAM_INFO_FIELD_NAME = 1u << 0,
-  ZRT_PARAM_INFO_FIELD_DTYPE = 1u << 1,
-  ZRT_PARAM_INFO_FIELD_SHAPE = 1u << 2, /**< ndim, shape, numel */
-  ZRT_PARAM_INFO_FIELD_ALL = (1u << 3) - 1
-};
+/**
+ * @name zrt_param_info_field
+ * Which fields of zrt_param_info_t to fill.
+ * @{
+ */
+#define ZRT_PARAM_INFO_FIELD_NAME ZRT_BIT(0)
+#define ZRT_PARAM_INFO_FIELD_DTYPE ZRT_BIT(1)
+/** ndim, shape, numel */
+#define ZRT_PARAM_INFO_FIELD_SHAPE ZRT_BIT(2)
+#define ZRT_PARAM_INFO_FIELD_ALL (ZRT_BIT(3) - 1)
+/** @} */
 
 /** @brief What zrt_param_info reports about a parameter: the fields named in field_mask. */
 typedef struct zrt_param_info {
@@ -286,11 +294,11 @@ ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void
 
 /**
  * @brief Where backward writes this parameter's gradient (compute dtype, the parameter's
- * shape), valid until zrt_grad_ready(param). Ask for it right before writing: at stage 2
+ * shape), valid until zrt_param_grad_ready(param). Ask for it right before writing: at stage 2
  * and 3 it lies in a bucket buffer and may block until a buffer is free. Local; blocking
  * only while it waits for a buffer. Not thread-safe with other calls on @p engine.
  */
-ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
+ZRT_API zrt_status_t zrt_param_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
 
 /**
  * @brief The gradient of @p param is complete. A bucket whose gradients are all ready is
@@ -300,24 +308,27 @@ ZRT_API zrt_status_t zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void 
  * buffer is in use (stage 1, or accumulation at stages 2-3), and for this one without
  * overlap. Not thread-safe with other calls on @p engine.
  */
-ZRT_API zrt_status_t zrt_grad_ready(zrt_engine_h engine, zrt_param_h param);
+ZRT_API zrt_status_t zrt_param_grad_ready(zrt_engine_h engine, zrt_param_h param);
 
-/** @brief Which fields of zrt_step_report_t to fill. */
-enum zrt_step_report_field {
-  ZRT_STEP_REPORT_FIELD_APPLIED = 1u << 0,
-  ZRT_STEP_REPORT_FIELD_SKIPPED = 1u << 1,
-  ZRT_STEP_REPORT_FIELD_STEP = 1u << 2,
-  ZRT_STEP_REPORT_FIELD_LOSS_SCALE = 1u << 3,
-  ZRT_STEP_REPORT_FIELD_GRAD_NORM = 1u << 4,
-  /** offload_copy_seconds, offload_exposed_seconds */
-  ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES = 1u << 5,
-  ZRT_STEP_REPORT_FIELD_SKIPPED_STEPS = 1u << 6,
-  /** comm_wait_seconds, comm_collectives, comm_reduce_scatter_bytes, comm_all_gather_bytes,
-   *  comm_all_reduce_bytes */
-  ZRT_STEP_REPORT_FIELD_COMMUNICATION = 1u << 7,
-  ZRT_STEP_REPORT_FIELD_LR = 1u << 8,
-  ZRT_STEP_REPORT_FIELD_ALL = (1u << 9) - 1
-};
+/**
+ * @name zrt_step_report_field
+ * Which fields of zrt_step_report_t to fill.
+ * @{
+ */
+#define ZRT_STEP_REPORT_FIELD_APPLIED ZRT_BIT(0)
+#define ZRT_STEP_REPORT_FIELD_SKIPPED ZRT_BIT(1)
+#define ZRT_STEP_REPORT_FIELD_STEP ZRT_BIT(2)
+#define ZRT_STEP_REPORT_FIELD_LOSS_SCALE ZRT_BIT(3)
+#define ZRT_STEP_REPORT_FIELD_GRAD_NORM ZRT_BIT(4)
+/** offload_copy_seconds, offload_exposed_seconds */
+#define ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES ZRT_BIT(5)
+#define ZRT_STEP_REPORT_FIELD_SKIPPED_STEPS ZRT_BIT(6)
+/** comm_wait_seconds, comm_collectives, comm_reduce_scatter_bytes, comm_all_gather_bytes, *
+ * comm_all_reduce_bytes */
+#define ZRT_STEP_REPORT_FIELD_COMMUNICATION ZRT_BIT(7)
+#define ZRT_STEP_REPORT_FIELD_LR ZRT_BIT(8)
+#define ZRT_STEP_REPORT_FIELD_ALL (ZRT_BIT(9) - 1)
+/** @} */
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
 typedef struct zrt_step_report {
@@ -342,8 +353,8 @@ typedef struct zrt_step_report {
   int64_t skipped_steps;
   /** The engine's collectives since this rank's previous zrt_engine_step (so the
    *  micro-steps of an accumulation are each reported): the time this rank's thread was
-   *  blocked waiting for them, in zrt_grad_data / zrt_grad_ready when every bucket buffer
-   *  was still being reduced, in zrt_param_gather (stage 3) and in this call (the last
+   *  blocked waiting for them, in zrt_param_grad_data / zrt_param_grad_ready when every bucket
+   * buffer was still being reduced, in zrt_param_gather (stage 3) and in this call (the last
    *  reductions, the all-gather of updated parameters); the gathers of zrt_param_get and
    *  of a checkpoint load in between count in the next report. A reduction that completed
    *  behind backward costs nothing here: this is the exposed communication, measured
@@ -435,20 +446,26 @@ ZRT_API zrt_status_t zrt_param_gather(zrt_engine_h engine, zrt_param_h param);
  */
 ZRT_API zrt_status_t zrt_param_release(zrt_engine_h engine, zrt_param_h param);
 
-/** @brief Which fields of zrt_memory_report_t to fill. */
-enum zrt_memory_report_field {
-  ZRT_MEMORY_REPORT_FIELD_PARAMETER_COUNT = 1u << 0,
-  ZRT_MEMORY_REPORT_FIELD_PARAMETERS = 1u << 1,
-  ZRT_MEMORY_REPORT_FIELD_GRADIENTS = 1u << 2,
-  ZRT_MEMORY_REPORT_FIELD_MASTER_WEIGHTS = 1u << 3,
-  ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE = 1u << 4,
-  ZRT_MEMORY_REPORT_FIELD_BUCKETS = 1u << 5,
-  ZRT_MEMORY_REPORT_FIELD_TOTAL = 1u << 6,
-  ZRT_MEMORY_REPORT_FIELD_GATHER = 1u << 7,    /**< gather_fetches, gather_evictions */
-  ZRT_MEMORY_REPORT_FIELD_PLACEMENT = 1u << 8, /**< device_bytes, host_bytes */
-  ZRT_MEMORY_REPORT_FIELD_SHARED = 1u << 9,    /**< node_shared_bytes, node_shared_ranks */
-  ZRT_MEMORY_REPORT_FIELD_ALL = (1u << 10) - 1
-};
+/**
+ * @name zrt_memory_report_field
+ * Which fields of zrt_memory_report_t to fill.
+ * @{
+ */
+#define ZRT_MEMORY_REPORT_FIELD_PARAMETER_COUNT ZRT_BIT(0)
+#define ZRT_MEMORY_REPORT_FIELD_PARAMETERS ZRT_BIT(1)
+#define ZRT_MEMORY_REPORT_FIELD_GRADIENTS ZRT_BIT(2)
+#define ZRT_MEMORY_REPORT_FIELD_MASTER_WEIGHTS ZRT_BIT(3)
+#define ZRT_MEMORY_REPORT_FIELD_OPTIMIZER_STATE ZRT_BIT(4)
+#define ZRT_MEMORY_REPORT_FIELD_BUCKETS ZRT_BIT(5)
+#define ZRT_MEMORY_REPORT_FIELD_TOTAL ZRT_BIT(6)
+/** gather_fetches, gather_evictions */
+#define ZRT_MEMORY_REPORT_FIELD_GATHER ZRT_BIT(7)
+/** device_bytes, host_bytes */
+#define ZRT_MEMORY_REPORT_FIELD_PLACEMENT ZRT_BIT(8)
+/** node_shared_bytes, node_shared_ranks */
+#define ZRT_MEMORY_REPORT_FIELD_SHARED ZRT_BIT(9)
+#define ZRT_MEMORY_REPORT_FIELD_ALL (ZRT_BIT(10) - 1)
+/** @} */
 
 /** @brief Bytes this rank holds, by kind: the fields named in field_mask. */
 typedef struct zrt_memory_report {
@@ -492,6 +509,23 @@ ZRT_API zrt_status_t zrt_engine_memory(zrt_engine_h engine, zrt_memory_report_t 
  */
 ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t size,
                                          size_t *length_p);
+
+/**
+ * @name API 2 names
+ * Before API 3 gave them the zrt_param_ prefix; kept for API 3 only (deprecated).
+ * @{
+ */
+/** @brief Deprecated: zrt_param_grad_data. */
+static inline ZRT_DEPRECATED("zrt_param_grad_data") zrt_status_t
+    zrt_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p) {
+  return zrt_param_grad_data(engine, param, data_p);
+}
+/** @brief Deprecated: zrt_param_grad_ready. */
+static inline ZRT_DEPRECATED("zrt_param_grad_ready") zrt_status_t
+    zrt_grad_ready(zrt_engine_h engine, zrt_param_h param) {
+  return zrt_param_grad_ready(engine, param);
+}
+/** @} */
 
 ZRT_END_DECLS
 

@@ -13,17 +13,24 @@
 
 ZRT_BEGIN_DECLS
 
-/** @brief Which fields of zrt_adam_args_t the caller set. */
-enum zrt_adam_args_field {
-  ZRT_ADAM_ARG_FIELD_LR = 1u << 0,    /**< required */
-  ZRT_ADAM_ARG_FIELD_BETAS = 1u << 1, /**< beta1, beta2 */
-  ZRT_ADAM_ARG_FIELD_EPS = 1u << 2,
-  ZRT_ADAM_ARG_FIELD_WEIGHT_DECAY = 1u << 3,
-  ZRT_ADAM_ARG_FIELD_DECOUPLED = 1u << 4,
-  ZRT_ADAM_ARG_FIELD_STEP = 1u << 5, /**< required */
-  ZRT_ADAM_ARG_FIELD_GRAD_SCALE = 1u << 6,
-  ZRT_ADAM_ARG_FIELD_ALL = (1u << 7) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_adam_args_field
+ * Which fields of zrt_adam_args_t the caller set.
+ * @{
+ */
+/** required */
+#define ZRT_ADAM_ARG_FIELD_LR ZRT_BIT(0)
+/** beta1, beta2 */
+#define ZRT_ADAM_ARG_FIELD_BETAS ZRT_BIT(1)
+#define ZRT_ADAM_ARG_FIELD_EPS ZRT_BIT(2)
+#define ZRT_ADAM_ARG_FIELD_WEIGHT_DECAY ZRT_BIT(3)
+#define ZRT_ADAM_ARG_FIELD_DECOUPLED ZRT_BIT(4)
+/** required */
+#define ZRT_ADAM_ARG_FIELD_STEP ZRT_BIT(5)
+#define ZRT_ADAM_ARG_FIELD_GRAD_SCALE ZRT_BIT(6)
+/** every field of this header's version */
+#define ZRT_ADAM_ARG_FIELD_ALL (ZRT_BIT(7) - 1)
+/** @} */
 
 /**
  * @brief One Adam/AdamW step's hyper-parameters. Set field_mask to the fields you fill;

@@ -26,15 +26,19 @@
 
 ZRT_BEGIN_DECLS
 
-/** @brief Which fields of zrt_plan_params_t the caller set. */
-enum zrt_plan_params_field {
-  ZRT_PLAN_PARAM_FIELD_NRANKS = 1u << 0,
-  ZRT_PLAN_PARAM_FIELD_RANKS_PER_NODE = 1u << 1,
-  ZRT_PLAN_PARAM_FIELD_DEVICE = 1u << 2,
-  ZRT_PLAN_PARAM_FIELD_SHARED_WINDOW = 1u << 3,
-  ZRT_PLAN_PARAM_FIELD_CONFIG_FILE = 1u << 4,
-  ZRT_PLAN_PARAM_FIELD_ALL = (1u << 5) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_plan_params_field
+ * Which fields of zrt_plan_params_t the caller set.
+ * @{
+ */
+#define ZRT_PLAN_PARAM_FIELD_NRANKS ZRT_BIT(0)
+#define ZRT_PLAN_PARAM_FIELD_RANKS_PER_NODE ZRT_BIT(1)
+#define ZRT_PLAN_PARAM_FIELD_DEVICE ZRT_BIT(2)
+#define ZRT_PLAN_PARAM_FIELD_SHARED_WINDOW ZRT_BIT(3)
+#define ZRT_PLAN_PARAM_FIELD_CONFIG_FILE ZRT_BIT(4)
+/** every field of this header's version */
+#define ZRT_PLAN_PARAM_FIELD_ALL (ZRT_BIT(5) - 1)
+/** @} */
 
 /** @brief The machine an engine is planned for. */
 typedef struct zrt_plan_params {
@@ -89,14 +93,17 @@ ZRT_API zrt_status_t zrt_plan_memory(zrt_plan_h plan, zrt_memory_report_t *repor
  */
 ZRT_API zrt_status_t zrt_plan_gathered_bytes(zrt_plan_h plan, int64_t *bytes_p);
 
-/** @brief Which fields of zrt_plan_comm_t to fill. */
-enum zrt_plan_comm_field {
-  ZRT_PLAN_COMM_FIELD_CALLS =
-      1u << 0, /**< reduce_scatter_calls, all_gather_calls, all_reduce_calls */
-  ZRT_PLAN_COMM_FIELD_BYTES =
-      1u << 1, /**< reduce_scatter_bytes, all_gather_bytes, all_reduce_bytes */
-  ZRT_PLAN_COMM_FIELD_ALL = (1u << 2) - 1
-};
+/**
+ * @name zrt_plan_comm_field
+ * Which fields of zrt_plan_comm_t to fill.
+ * @{
+ */
+/** reduce_scatter_calls, all_gather_calls, all_reduce_calls */
+#define ZRT_PLAN_COMM_FIELD_CALLS ZRT_BIT(0)
+/** reduce_scatter_bytes, all_gather_bytes, all_reduce_bytes */
+#define ZRT_PLAN_COMM_FIELD_BYTES ZRT_BIT(1)
+#define ZRT_PLAN_COMM_FIELD_ALL (ZRT_BIT(2) - 1)
+/** @} */
 
 /** @brief The collectives of one optimizer step (one micro-step), by kind. */
 typedef struct zrt_plan_comm {

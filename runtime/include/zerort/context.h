@@ -46,14 +46,18 @@ typedef enum zrt_bound_by {
   ZRT_BOUND_BY_ZERORT = 2    /**< zrt_init bound it */
 } zrt_bound_by_t;
 
-/** @brief Which fields of zrt_init_params_t the caller set. */
-enum zrt_init_params_field {
-  ZRT_INIT_PARAM_FIELD_LOG_LEVEL = 1u << 0,
-  ZRT_INIT_PARAM_FIELD_CONFIG_FILE = 1u << 1,
-  ZRT_INIT_PARAM_FIELD_BIND = 1u << 2,
-  ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE = 1u << 3,
-  ZRT_INIT_PARAM_FIELD_ALL = (1u << 4) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_init_params_field
+ * Which fields of zrt_init_params_t the caller set.
+ * @{
+ */
+#define ZRT_INIT_PARAM_FIELD_LOG_LEVEL ZRT_BIT(0)
+#define ZRT_INIT_PARAM_FIELD_CONFIG_FILE ZRT_BIT(1)
+#define ZRT_INIT_PARAM_FIELD_BIND ZRT_BIT(2)
+#define ZRT_INIT_PARAM_FIELD_RANKS_PER_NODE ZRT_BIT(3)
+/** every field of this header's version */
+#define ZRT_INIT_PARAM_FIELD_ALL (ZRT_BIT(4) - 1)
+/** @} */
 
 /**
  * @brief Parameters of zrt_init. Set field_mask to the fields you fill; the others take
@@ -126,17 +130,25 @@ ZRT_API zrt_status_t zrt_init_fortran(uint32_t api_version, MPI_Fint comm,
  */
 ZRT_API zrt_status_t zrt_finalize(zrt_context_h context);
 
-/** @brief Which fields of zrt_context_attr_t to fill. */
-enum zrt_context_attr_field {
-  ZRT_CONTEXT_ATTR_FIELD_RANK = 1u << 0,
-  ZRT_CONTEXT_ATTR_FIELD_SIZE = 1u << 1,
-  ZRT_CONTEXT_ATTR_FIELD_NODE = 1u << 2,    /**< node_id, node_count */
-  ZRT_CONTEXT_ATTR_FIELD_LOCAL = 1u << 3,   /**< local_rank, local_size */
-  ZRT_CONTEXT_ATTR_FIELD_BINDING = 1u << 4, /**< bound_by, bound_pus, numa_node */
-  ZRT_CONTEXT_ATTR_FIELD_DEVICES = 1u << 5, /**< gpu_count, gpu, nic_count */
-  ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL = 1u << 6,
-  ZRT_CONTEXT_ATTR_FIELD_ALL = (1u << 7) - 1 /**< every field of this header's version */
-};
+/**
+ * @name zrt_context_attr_field
+ * Which fields of zrt_context_attr_t to fill.
+ * @{
+ */
+#define ZRT_CONTEXT_ATTR_FIELD_RANK ZRT_BIT(0)
+#define ZRT_CONTEXT_ATTR_FIELD_SIZE ZRT_BIT(1)
+/** node_id, node_count */
+#define ZRT_CONTEXT_ATTR_FIELD_NODE ZRT_BIT(2)
+/** local_rank, local_size */
+#define ZRT_CONTEXT_ATTR_FIELD_LOCAL ZRT_BIT(3)
+/** bound_by, bound_pus, numa_node */
+#define ZRT_CONTEXT_ATTR_FIELD_BINDING ZRT_BIT(4)
+/** gpu_count, gpu, nic_count */
+#define ZRT_CONTEXT_ATTR_FIELD_DEVICES ZRT_BIT(5)
+#define ZRT_CONTEXT_ATTR_FIELD_LOG_LEVEL ZRT_BIT(6)
+/** every field of this header's version */
+#define ZRT_CONTEXT_ATTR_FIELD_ALL (ZRT_BIT(7) - 1)
+/** @} */
 
 /** @brief Attributes of a context; zrt_context_query fills the fields named in field_mask. */
 typedef struct zrt_context_attr {
@@ -160,7 +172,7 @@ typedef struct zrt_context_attr {
  * @brief Fill the fields of @p attr named in attr->field_mask; the others are left as they
  * are. Unknown bits fail with ZRT_ERR_INVALID_ARGUMENT. Local, non-blocking, thread-safe.
  */
-ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr);
+ZRT_API zrt_status_t zrt_context_query(zrt_context_h context, zrt_context_attr_t *attr_p);
 
 /**
  * @brief Describe the context as JSON: version, build features, the configuration with

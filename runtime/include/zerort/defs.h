@@ -22,11 +22,24 @@
 #define ZRT_END_DECLS
 #endif
 
+/**
+ * @brief Bit @p n of a field_mask: a uint64_t, so every struct has 64 field bits (an enum
+ * constant is an int in C and would stop at bit 30).
+ */
+#define ZRT_BIT(n) (UINT64_C(1) << (n))
+
+/** @brief Marks a name of the previous API version, kept one version as an alias. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ZRT_DEPRECATED(replacement) __attribute__((deprecated("use " replacement)))
+#else
+#define ZRT_DEPRECATED(replacement)
+#endif
+
 /** @brief A runtime instance bound to one MPI communicator (zrt_init). */
 typedef struct zrt_context *zrt_context_h;
 /** @brief A communicator: a group of ranks and the backend that moves their data. */
 typedef struct zrt_comm *zrt_comm_h;
-/** @brief An asynchronous operation in flight (zrt_*_post). */
+/** @brief An asynchronous operation in flight (zrt_*_post; zerort/request.h). */
 typedef struct zrt_request *zrt_request_h;
 
 /** @brief Element types of buffers that zerort reduces, gathers and stores. */

@@ -18,13 +18,14 @@
 
 #include "comm/arg_check.hpp"
 #include "comm/backend.hpp"
+#include "runtime/async_request.hpp"
 #include "zerort/status.h"
 
 namespace zrt {
 
 class Communicator;
 
-class Request {
+class Request final : public AsyncRequest {
  public:
   enum class Phase { Checking, Ready, Running, Done, Failed };
 
@@ -36,15 +37,17 @@ class Request {
   // fails, with nothing to start. The communicator owns it.
   struct Orphan {};
   Request(Communicator &comm, const CollArgs &args, Orphan);
-  ~Request();
+  ~Request() override;
   Request(const Request &) = delete;
   Request &operator=(const Request &) = delete;
 
   // --- the program's side (zrt_request_test / wait / free)
-  zrt_status_t test();  // drives the communicator's progress, then reports
-  zrt_status_t wait();
+  zrt_status_t test() override;  // drives the communicator's progress, then reports
+  zrt_status_t wait() override;
+  std::string describe() const override { return args_.describe(); }
+  void freed() override;  // the communicator counts its live requests
   // The progress thread may finish a request while the program tests it.
-  bool finished() const {
+  bool finished() const override {
     Phase p = phase_.load(std::memory_order_acquire);
     return p == Phase::Done || p == Phase::Failed;
   }

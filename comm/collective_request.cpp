@@ -1,4 +1,4 @@
-#include "comm/request.hpp"
+#include "comm/collective_request.hpp"
 
 #include <sched.h>
 
@@ -20,6 +20,10 @@ Request::Request(Communicator &comm, const CollArgs &args, Orphan)
     : comm_(comm), args_(args), orphan_(true), posted_at_(Watchdog::now()) {}
 
 Request::~Request() = default;
+
+void Request::freed() {
+  comm_.request_freed();
+}
 
 void Request::fail(zrt_status_t status, std::string message) {
   status_ = status;
