@@ -8,7 +8,7 @@
 //
 // The mask a struct accepts is the table's, so a field cannot pass the mask check and then
 // be lost on the way in; and every table registers itself under the name of its field
-// enum, so tests/unit/test_field_tables.cpp can hold every *_FIELD_* enumerator of the
+// enum, so tests/runtime/test_field_tables.cpp can hold every *_FIELD_* enumerator of the
 // public headers (and of the Fortran module) against a row.
 #pragma once
 

@@ -15,9 +15,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "device_copy.hpp"
-#include "mpi_fixture.hpp"
-#include "values.hpp"
+#include "support/device_copy.hpp"
+#include "support/mpi_fixture.hpp"
+#include "support/values.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -298,7 +298,7 @@ TEST(ConfigDeepSpeed, EveryDeepSpeedKeyActsOrIsRefusedOrTakesOnlyWhatZerortDoes)
       }
       case KeyUse::Only: {
         ++only;
-        if (k.only.empty()) break;  // checked by the engine (tests/mpi/test_engine_settings.cpp)
+        if (k.only.empty()) break;  // checked by the engine (tests/optim/test_engine_settings.cpp)
         for (const std::string &v : k.only) {
           const std::string text = k.type == ConfigType::Enum ? "\"" + v + "\"" : v;
           EXPECT_EQ(error_of([&] { resolve(text); }), "") << k.name << " = " << v;

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
-#include "reference.hpp"
+#include "support/mpi_fixture.hpp"
+#include "support/reference.hpp"
 
 TEST(Collectives, ZeroCountIsANoOp) {
   float x = 1.0f;

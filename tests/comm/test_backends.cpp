@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
-#include "reference.hpp"
+#include "support/mpi_fixture.hpp"
+#include "support/reference.hpp"
 
 using namespace test;
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "mpi_fixture.hpp"
-#include "reference.hpp"
+#include "support/mpi_fixture.hpp"
+#include "support/reference.hpp"
 
 using namespace test;
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 using namespace test;
 

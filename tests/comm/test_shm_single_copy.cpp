@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 using namespace test;
 

@@ -1,7 +1,7 @@
 // Bad input through the C API: a clear status and message, never a crash or a hang.
 #include <vector>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 using test::mentions;

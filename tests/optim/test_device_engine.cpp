@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "device_copy.hpp"
-#include "mpi_fixture.hpp"
+#include "support/device_copy.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 #include "sizes.hpp"
 
 namespace {

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "device_copy.hpp"
-#include "mpi_fixture.hpp"
+#include "support/device_copy.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 
@@ -98,7 +98,7 @@ struct FileContext {
 
 // DeepSpeed's WarmupDecayLR with total_num_steps 10, warmup_min_lr 1e-5, warmup_max_lr
 // 1e-3, warmup_num_steps 3 (log): the rate of updates 0..6, as DeepSpeed's engine runs them
-// (tests/unit/lr_scheduler_reference.py).
+// (tests/optim/lr_scheduler_reference.py).
 constexpr double kDecayRates[] = {1e-05,
                                   1e-05,
                                   0.0006346204560357427,

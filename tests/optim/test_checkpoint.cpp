@@ -22,9 +22,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 #include "not_regular_files.hpp"
-#include "values.hpp"
+#include "support/values.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 TEST(Context, QueryMatchesMpi) {
   zrt_context_attr_t a = {};

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "mpi_fixture.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 
