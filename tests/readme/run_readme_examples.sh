@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the examples of the manual, README.md and then every chapter of docs/ (in the order
-# README.md links them, then any other docs/*.md), so the manual cannot drift from the code.
+# README.md's "Where to go next" lists them, then any other docs/*.md), so the manual cannot
+# drift from the code.
 #   run_readme_examples.sh README.md BUILD_DIR [PAGE.md...]
 # With pages named, only those run (README.md's own blocks only if it is one of them).
 # Every page runs in one scratch folder, in turn, so a chapter may use what an earlier one
@@ -33,7 +34,8 @@ ln -s "$src/apps" "$work/apps"
 ln -s "$src/slurm" "$work/slurm"
 cd "$work"
 
-# The pages, in reading order: README.md, the chapters it links, then any other chapter.
+# The pages, in reading order: README.md, the chapters as its "Where to go next" lists them,
+# then any other chapter.
 pages=()
 add_page() {
   local p
@@ -46,7 +48,8 @@ if [ $# -gt 2 ]; then
   for p in "${@:3}"; do add_page "$(cd "$(dirname "$p")" && pwd)/$(basename "$p")"; done
 else
   add_page "$readme"
-  for p in $(grep -o '](docs/[^)#]*\.md' "$readme" | sed 's/^](//'); do
+  for p in $(sed -n '/^## Where to go next/,/^## [^W]/p' "$readme" |
+    grep -o '](docs/[^)#]*\.md' | sed 's/^](//'); do
     if [ -f "$src/$p" ]; then add_page "$src/$p"; fi
   done
   for p in "$src"/docs/*.md; do add_page "$p"; done
