@@ -74,8 +74,10 @@ format:
 format-check:
 	git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | xargs clang-format --dry-run --Werror
 
-# The API reference (target docs of the CMake build; doxygen comes with install-deps).
+# The API reference (target docs of the CMake build; doxygen comes with install-deps). A
+# build configured before install-deps brought doxygen looks for it again.
 docs: configure
+	@if grep -q '^ZRT_DOXYGEN:FILEPATH=.*NOTFOUND' $(BUILD)/CMakeCache.txt; then cmake $(BUILD) > /dev/null; fi
 	cmake --build --preset default --target docs
 
 install: build docs
