@@ -11,29 +11,14 @@
 #   <!-- readme-test: output CMD --> CMD runs (and must succeed), and the next ``` block
 #                                 must be what it prints (compare_output.py: timings and
 #                                 resident sizes as placeholders, every other figure exact)
-# They run in a scratch folder where build/, runtime/, scripts/ and apps/ point at the real
-# ones, so the README can show the paths a user types from the repository root.
+# They run in a scratch folder where build/, runtime/, scripts/, apps/, slurm/ and every
+# folder with an include/ point at the real ones, so the manual can show the paths a user
+# types from the repository root.
 set -euo pipefail
 readme=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 build=$(cd "$2" && pwd)
 src=$(cd "$(dirname "$readme")" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-# A block that fails after starting the README's local Slurm must not leave it running.
-cleanup() {
-  if [ -n "${ZRT_SLURM_DIR:-}" ] && [ -d "$ZRT_SLURM_DIR" ]; then
-    "$src/slurm/local-cluster" stop > /dev/null 2>&1 || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ln -s "$build" "$work/build"
-ln -s "$src/runtime" "$work/runtime"
-ln -s "$src/scripts" "$work/scripts"
-ln -s "$src/apps" "$work/apps"
-ln -s "$src/slurm" "$work/slurm"
-cd "$work"
-
 # The pages, in reading order: README.md, the chapters as its "Where to go next" lists them,
 # then any other chapter.
 pages=()
@@ -55,12 +40,36 @@ else
   for p in "$src"/docs/*.md; do add_page "$p"; done
 fi
 
+work=$(mktemp -d)
+# A block that fails after starting the README's local Slurm must not leave it running.
+cleanup() {
+  if [ -n "${ZRT_SLURM_DIR:-}" ] && [ -d "$ZRT_SLURM_DIR" ]; then
+    "$src/slurm/local-cluster" stop > /dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ln -s "$build" "$work/build"
+# The folders the examples name, and every layer with public headers (LAYER/include), so
+# `-ILAYER/include` works wherever the headers live. Not the whole tree: a source tree's
+# own run/ or runs/ (make run's output) must not mix with the examples'.
+for d in runtime scripts apps slurm "$src"/*/include; do
+  d=${d%/include}
+  d=${d##*/}
+  if [ -d "$src/$d" ] && [ ! -e "$work/$d" ]; then ln -s "$src/$d" "$work/$d"; fi
+done
+cd "$work"
+
 # Runs the tested blocks of one page.
 blocks=0 outputs=0
 run_page() {
   local page=$1 name=${1#"$src/"} started page_started=$SECONDS page_blocks=$blocks
   local mode="" file="" command="" in_block=0 line
   echo "==== $name"
+  if [ ! -f "$page" ]; then
+    echo "FAIL: $page is not a file"
+    exit 1
+  fi
   while IFS= read -r line || [ -n "$line" ]; do
     if [ $in_block -eq 0 ]; then
       if [[ $line =~ ^\<!--\ readme-test:\ output\ (.+)\ --\>$ ]]; then
