@@ -7,11 +7,16 @@
 #   make tsan   ThreadSanitizer: unit tests, progress thread and watchdog
 #   make fuzz   fuzz the checkpoint reader, safetensors parser, configuration parser and
 #               tokenizer (FUZZ_SECONDS each)
+#   make docs   the API reference from the public headers (Doxygen): build/docs/api/html and
+#               man3 pages, which make install installs with the tools' man1 pages
+#   make install PREFIX=P   libraries, headers, tools, man pages and the manual under P
+# The manual is README.md and docs/ (docs/configuration.md is generated:
+# scripts/gen-config-doc build/apps/zrt-info -o docs/configuration.md).
 SHELL := /bin/bash
 BUILD := build
 SANITIZE_BUILD := build-sanitize
 
-.PHONY: all deps configure build gpu gpu-trainers run test bench sanitize tsan fuzz format format-check install clean
+.PHONY: all deps configure build gpu gpu-trainers run test bench sanitize tsan fuzz docs format format-check install clean
 
 all: build
 
@@ -69,7 +74,13 @@ format:
 format-check:
 	git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | xargs clang-format --dry-run --Werror
 
-install: build
+# The API reference (target docs of the CMake build; doxygen comes with install-deps). A
+# build configured before install-deps brought doxygen looks for it again.
+docs: configure
+	@if grep -q '^ZRT_DOXYGEN:FILEPATH=.*NOTFOUND' $(BUILD)/CMakeCache.txt; then cmake $(BUILD) > /dev/null; fi
+	cmake --build --preset default --target docs
+
+install: build docs
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:

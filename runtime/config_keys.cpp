@@ -1,6 +1,8 @@
 // Every configuration key of zerort, in one table: the reference that
-// `zrt-info --config-keys` prints and README.md documents. A key's environment variable
-// is ZRT_ followed by its name in capitals with dots as underscores, unless set here.
+// `zrt-info --config-keys` prints and docs/configuration.md shows (generated from it by
+// scripts/gen-config-doc; the test docs_configuration fails until it is regenerated). A
+// key's environment variable is ZRT_ followed by its name in capitals with dots as
+// underscores, unless set here.
 #include "runtime/config.hpp"
 
 #include <algorithm>

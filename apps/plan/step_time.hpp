@@ -45,8 +45,8 @@ struct CommModel {
 CommModel profile_from_file(const std::string &path, const std::string &backend, int np,
                             const std::string &dtype);
 
-// A named fabric for GPU nodes (README, "Planning a job", gives the sources): its bus
-// bandwidth inside a node and between nodes, and a latency per call. Throws
+// A named fabric for GPU nodes (docs/trainers.md, "Planning a job", gives the sources): its
+// bus bandwidth inside a node and between nodes, and a latency per call. Throws
 // std::invalid_argument listing the names.
 CommModel fabric_preset(const std::string &name, int nranks, int ranks_per_node);
 std::vector<std::string> fabric_names();

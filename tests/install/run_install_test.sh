@@ -7,7 +7,8 @@
 # then continues from its checkpoint on 1 rank), build and run a C++ program that includes
 # <mpi.h> before <zerort/zerort.hpp> (find_package and pkg-config), run the prefix's
 # zrt-info and zrt-ckpt, and check that find_package(zerort 9.0) is refused with CMake's
-# version message.
+# version message. The manual (share/doc/zerort, its links checked there) and the man pages
+# are installed too.
 #   run_install_test.sh SOURCE_DIR BUILD_DIR MPIRUN_LOCAL
 set -euo pipefail
 src=$1
@@ -36,9 +37,18 @@ grep -q "^prefix=$prefix\$" "$prefix/lib/pkgconfig/zerort.pc" || fail "zerort.pc
 for f in lib/cmake/zerort/zerortConfig.cmake lib/cmake/zerort/zerortConfigVersion.cmake \
   lib/pkgconfig/zerort.pc include/zerort/zerort.h include/zerort/zerort.hpp \
   include/zerort/version.h bin/zrt-info bin/zrt-ckpt share/zerort/data/prepare \
-  share/zerort/slurm/gpt2.sbatch share/zerort/slurm/bert.sbatch share/zerort/slurm/zrt-job; do
+  share/zerort/slurm/gpt2.sbatch share/zerort/slurm/bert.sbatch share/zerort/slurm/zrt-job \
+  share/doc/zerort/README.md share/doc/zerort/docs/configuration.md share/doc/zerort/LICENSE \
+  share/doc/zerort/examples/c/allreduce.c share/man/man1/zrt-info.1 share/man/man1/zrt-gpt2.1; do
   [ -e "$prefix/$f" ] || fail "the prefix lacks $f"
 done
+# The installed manual's links resolve there (README.md, docs/, LICENSE, HACKING.md).
+"$src/tests/readme/check_links.py" "$prefix/share/doc/zerort" ||
+  fail "the installed manual has links that do not resolve"
+# The API reference's man3 pages, where make docs made them.
+if [ -f "$build/docs/api/man/man3/zrt_engine_step.3" ]; then
+  [ -e "$prefix/share/man/man3/zrt_engine_step.3" ] || fail "the prefix lacks the man3 pages"
+fi
 # The installed job templates run the installed programs.
 program=$(ZRT_JOB_NAME=zrt-gpt2 ZRT_JOB_DATA=none ZRT_JOB_STEPS=1 bash -c \
   "source '$prefix/share/zerort/slurm/zrt-job' && zrt_job_parse && zrt_job_program")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that an output block quoted in README.md is what the program prints today.
+"""Checks that an output block quoted in the manual (README.md, docs/*.md) is what the
+program prints today.
 
     compare_output.py QUOTED ACTUAL
 
@@ -64,8 +65,8 @@ def main():
                 if a.split(" ")[0] == first:
                     near = a
                     break
-            print(f"FAIL: README line {number} of the block is not what the program prints\n"
-                  f"  README:  {q}\n  printed: {near}")
+            print(f"FAIL: line {number} of the quoted block is not what the program prints\n"
+                  f"  quoted:  {q}\n  printed: {near}")
             return 1
         pos = found + 1
         skipping = False
