@@ -9,7 +9,7 @@
 
 #include "comm/dtype.hpp"
 #include "comm/ordered_sum.hpp"
-#include "vector_state.hpp"
+#include "support/vector_state.hpp"
 
 using namespace zrt;
 

@@ -11,7 +11,7 @@
 #include "comm/dtype.hpp"
 #include "optim/kernels/kernels.hpp"
 #include "runtime/error.hpp"
-#include "vector_state.hpp"
+#include "support/vector_state.hpp"
 
 using namespace zrt;
 
