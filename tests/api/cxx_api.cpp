@@ -134,6 +134,16 @@ void comm_members(zrt::context &ctx) {
     EXPECT(shard_posted[i] == recv[s.offset + i]);
   }
 
+  // A shard too small for this rank's part is refused before anything is posted (on
+  // every rank alike: the shards are equal).
+  std::vector<double> small(s.shard - 1);
+  try {
+    world.reduce_scatter(std::span<const double>(send), std::span<double>(small));
+    EXPECT(!"reduce_scatter into a short shard did not throw");
+  } catch (const zrt::error &e) {
+    EXPECT(e.status() == ZRT_ERR_INVALID_ARGUMENT);
+  }
+
   std::vector<double> gathered(kCount), gathered_posted(kCount);
   std::span<const double> mine(shard.data(), s.length);
   world.all_gather(mine, std::span<double>(gathered));

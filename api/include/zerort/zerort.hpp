@@ -323,12 +323,14 @@ class comm {
   /** Collective, blocking: send holds the total count, recv this rank's (padded) shard. */
   template <class T>
   void reduce_scatter(std::span<const T> send, std::span<T> recv, zrt_op_t op = ZRT_OP_SUM) {
+    check_shard(send.size(), recv.size(), false, "comm::reduce_scatter");
     check(zrt_comm_reduce_scatter(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op));
   }
   /** send holds the total count (every rank's shard); recv this rank's shard. */
   template <class T>
   request reduce_scatter_post(std::span<const T> send, std::span<T> recv,
                               zrt_op_t op = ZRT_OP_SUM) {
+    check_shard(send.size(), recv.size(), false, "comm::reduce_scatter_post");
     zrt_request_h r = nullptr;
     check(zrt_comm_reduce_scatter_post(h_, send.data(), recv.data(), send.size(), dtype_of<T>(), op,
                                        &r));
@@ -337,11 +339,13 @@ class comm {
   /** Collective, blocking: send is this rank's shard, recv holds the total count. */
   template <class T>
   void all_gather(std::span<const T> send, std::span<T> recv) {
+    check_shard(recv.size(), send.size(), true, "comm::all_gather");
     check(zrt_comm_all_gather(h_, send.data(), recv.data(), recv.size(), dtype_of<T>()));
   }
   /** recv holds the total count. */
   template <class T>
   request all_gather_post(std::span<const T> send, std::span<T> recv) {
+    check_shard(recv.size(), send.size(), true, "comm::all_gather_post");
     zrt_request_h r = nullptr;
     check(zrt_comm_all_gather_post(h_, send.data(), recv.data(), recv.size(), dtype_of<T>(), &r));
     return request(r);
@@ -360,6 +364,16 @@ class comm {
   zrt_comm_h get() const noexcept { return h_; }
 
  private:
+  // This rank's side of a collective over a total of @p count elements holds its shard:
+  // padded for a reduce-scatter's result, the valid length for an all-gather's input.
+  void check_shard(size_t count, size_t mine, bool valid_only, const char *what) const {
+    const shard_info s = shard_range(count, size(), rank());
+    const size_t need = valid_only ? s.length : s.shard;
+    if (mine < need)
+      throw error(ZRT_ERR_INVALID_ARGUMENT, std::string("zrt::") + what + ": " +
+                                                std::to_string(mine) + " elements for a shard of " +
+                                                std::to_string(need));
+  }
   zrt_comm_h h_;
   detail::owner<zrt_comm_h, zrt_comm_destroy> owned_;
 };
@@ -768,7 +782,9 @@ class engine {
 };
 
 /** A checkpoint file read or written without an engine (zrt_checkpoint_open/create).
- * Not thread-safe: no two checkpoint calls may run at once in a process. */
+ * Not thread-safe: no two checkpoint calls may run at once in a process. A created file is
+ * published when it is closed, by close() or by the destructor (the C API has no abort):
+ * call close() to learn whether that worked. */
 class checkpoint_file {
  public:
   /** Opens @p path read-only, serially (no MPI needed). */
