@@ -10,31 +10,31 @@ int main(int argc, char **argv) {
   int result = 0;
   try {
     zrt::context ctx(MPI_COMM_WORLD);
-    zrt::comm world = ctx.world();
+    zrt::comm world = ctx.comm();
     zrt_engine_params_t params{};
     params.field_mask = ZRT_ENGINE_PARAM_FIELD_STAGE | ZRT_ENGINE_PARAM_FIELD_LR;
     params.stage = 2;
     params.lr = 0.1;
     zrt::engine engine(ctx.get(), params);
-    zrt_param_h w = engine.register_param("w", ZRT_DTYPE_FP32, {3, 4});
+    zrt_param_h w = engine.param_register("w", ZRT_DTYPE_FP32, {3, 4});
     engine.commit();
     std::vector<float> target(12), zeros(12, 0.0f);
     for (int i = 0; i < 12; ++i)
       target[i] = static_cast<float>(i);
-    engine.set(w, zeros);
+    engine.param_set(w, zeros);
     zrt_step_report_t report{};
     for (int step = 0; step < 400; ++step) {
-      std::span<float> value = engine.param_data(w), grad = engine.grad_data(w);
+      std::span<float> value = engine.param_data(w), grad = engine.param_grad_data(w);
       for (size_t i = 0; i < value.size(); ++i)
         grad[i] += value[i] - target[i];
-      engine.grad_ready(w);
+      engine.param_grad_ready(w);
       report = engine.step();
     }
     double err = 0;
-    for (size_t i = 0; const float v : engine.get_values(w))
+    for (size_t i = 0; const float v : engine.param_get(w))
       err = std::fmax(err, std::fabs(v - target[i++]));
     try {
-      engine.register_param("late", ZRT_DTYPE_FP32, {2});
+      engine.param_register("late", ZRT_DTYPE_FP32, {2});
     } catch (const zrt::error &e) {
       if (world.rank() == 0)
         std::printf("train: caught zrt::error %s (%s)\n", zrt_status_string(e.status()), e.what());
