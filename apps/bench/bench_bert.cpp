@@ -13,14 +13,11 @@
 #include "bench_bert.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
-#include <zerort/zerort.h>
 
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <random>
 #include <vector>
@@ -28,7 +25,6 @@
 #include "model/bert_model.hpp"
 #include "model_bench.hpp"
 #include "training/engine_model_state.hpp"
-#include "training/kokkos_device.hpp"
 
 namespace {
 

@@ -11,15 +11,11 @@
 #include "bench_gpt2.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
-#include <zerort/zerort.h>
 
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <memory>
 #include <random>
 #include <vector>
@@ -30,8 +26,6 @@
 #include "nn/host_loops.hpp"
 #include "timing.hpp"
 #include "train/training_types.hpp"
-#include "training/cli_checks.hpp"
-#include "training/kokkos_device.hpp"
 
 namespace {
 
