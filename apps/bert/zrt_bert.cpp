@@ -27,10 +27,8 @@
 #include "train/bert_trainer.hpp"
 #include "training/cli_checks.hpp"
 #include "training/engine_cli.hpp"
-#include "training/engine_model_state.hpp"
-#include "training/global_batch.hpp"
-#include "training/init_from.hpp"
 #include "training/job_settings.hpp"
+#include "training/run_cli.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -48,9 +46,7 @@ struct Cli {
   double min_lr_frac = 0.0;
   std::optional<int64_t> warmup;
   double power = 1.0;
-  std::string save, resume;
-  std::optional<int64_t> global_batch;
-  std::string init_from;
+  training::RunCli run;  // --steps, --grad-accum, --save, --resume, ... (the loop's)
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -64,18 +60,13 @@ void add_options(CLI::App &app, Cli &c) {
   c.engine.add_to(app,
                   "optimizer (default lamb, BERT's large-batch optimizer: Adam with a "
                   "per-tensor trust ratio)");
-  app.add_option("--steps", t.steps, "optimizer steps")->check(kPositive)->capture_default_str();
+  c.run.add_to(app, t, "bert");
   app.add_option("--batch", t.batch, "sequences per micro-step and rank")
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--seq", t.seq, "tokens per sequence, [CLS] and [SEP]s included (at least 8)")
       ->check(CLI::Range(8, 1 << 20))
       ->capture_default_str();
-  CLI::Option *grad_accum = app.add_option("--grad-accum", t.optimizer.accumulation_steps,
-                                           "micro-steps per optimizer step")
-                                ->check(kPositive)
-                                ->capture_default_str();
-  training::add_global_batch_option(app, c.global_batch, grad_accum);
   app.add_option("--lr", c.lr, "peak learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--min-lr-frac", c.min_lr_frac,
                  "final learning rate, as a share of --lr (BERT decays to 0)")
@@ -91,17 +82,6 @@ void add_options(CLI::App &app, Cli &c) {
                  "decoupled weight decay (not on biases and LayerNorm)")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--beta1", t.optimizer.beta1, "beta1")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--beta2", t.optimizer.beta2, "beta2")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--eps", t.optimizer.eps, "epsilon")->check(kPositive)->capture_default_str();
-  app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
   app.add_option("--data-seed", t.data_seed, "seed of the sentence pairs, their order and masks")
       ->capture_default_str();
   app.add_option("--mask-prob", t.mask_prob, "share of tokens masked for MLM")
@@ -116,34 +96,9 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--vocab", c.vocab,
                  "the WordPiece vocabulary (vocab.txt form) the data was made with (default: "
                  "tokenizer/bert-vocab.txt in DATA/../.., DATA/.. or the data folder)");
-  app.add_option("--eval-every", t.eval_every, "held-out losses every N steps (and at the end)")
-      ->check(kNonNegative)
-      ->capture_default_str();
   app.add_option("--eval-batches", t.eval_batches, "batches per evaluation")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--json-metrics", t.json_metrics, "write metrics as JSON lines to this file");
-  app.add_flag("--plot", t.plot, "draw the loss and memory curves as PNG (gnuplot)");
-  app.add_option("--plot-dir", t.plot_dir, "where --plot writes bert_loss.png, bert_memory.png")
-      ->capture_default_str();
-  app.add_option("--log-every", t.log_every, "progress line every N steps")
-      ->check(kPositive)
-      ->capture_default_str();
-  app.add_option("--max-skipped-steps", t.max_skipped_steps,
-                 "stop (exit 1) after N updates in a row skipped for a NaN or Inf gradient; 0: "
-                 "never")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  app.add_option("--save", c.save,
-                 "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
-                 "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
-  app.add_option("--save-every", t.save_every, "steps between checkpoints (0: at the end)")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  app.add_flag("--save-async", t.save_async,
-               "--save-every checkpoints copy the state and write in the background while "
-               "training goes on (the last and a signal's are written at once)");
-  training::add_start_options(app, c.resume, c.init_from);
   app.add_option("--dump-logits", c.train.dump_logits,
                  "write the MLM and NSP probabilities and the pooled output of one validation "
                  "batch to this file (float32), its inputs to FILE.json, and stop without "
@@ -169,7 +124,7 @@ training::TrainerSettings trainer_settings(const Cli &c, const CLI::App &app) {
   c.engine.fill(s, app);
   s.lr = {c.lr, given("--lr")};
   training::EngineCli::fill_training(s, t.optimizer, t.batch, t.steps, app);
-  s.global_batch = c.global_batch;
+  s.global_batch = c.run.global_batch;
   s.hidden = t.config.hidden;
   s.warmup = t.lr.warmup_steps;
   for (const char *option : {"--warmup", "--min-lr-frac", "--decay-power"})
@@ -193,24 +148,18 @@ int main(int argc, char **argv) {
   return training::trainer_main(
       argc, argv, "zrt-bert", app, before_context, [&](const training::AppWorld &job) {
         bert::World world{job.rank(), job.size(), job.comm(), job.context()};
+        // The trainer, which uses the model states, goes first.
         std::unique_ptr<training::ModelState> state;
         std::unique_ptr<bert::BertTrainer> trainer;
-        std::optional<training::ConfigView> config;
-        training::JobSettings settings;
-        const bool ready = job.agreed([&] {
+        training::RunSetUp set_up;
+        set_up.configure = [&](const training::ConfigView &config) {
           bert::BertTrainOptions &t = cli.train;
           t.config = bert::BertConfig::from_name_or_file(cli.config);
-          config.emplace(job.context());
-          // The command line's own split, checked in its own words; the file's batch sizes
-          // are the engine's to check.
-          if (cli.global_batch && !training::file_sets_batch(*config))
-            training::accumulation_for_global_batch(*cli.global_batch, t.batch, job.size());
+          cli.run.check_global_batch(config, t.batch, job.size());
+          cli.run.apply(t);
           t.data_dir = cli.data;
           t.vocab_path =
               cli.vocab.empty() ? default_vocab(cli.data) : std::filesystem::path(cli.vocab);
-          t.save_path = cli.save;
-          t.resume_path = cli.resume;
-          t.init_from = cli.init_from;
           t.lr.decay = training::LrDecay::polynomial;
           t.lr.power = cli.power;
           t.lr.max_lr = cli.lr;
@@ -220,20 +169,14 @@ int main(int argc, char **argv) {
             throw std::runtime_error(fmt::format(
                 "--data {}: no such folder; make it with: apps/data/prepare --model bert",
                 t.data_dir.string()));
-          settings = training::plan_job_settings(*config, trainer_settings(cli, app));
-        }) && job.agreed([&] {
-          nlohmann::json resolved;
-          state = training::make_engine_model_state(
-              job.context(), bert::parameter_layout(cli.train.config), settings.engine, &resolved);
-          training::take_resolved(resolved, *config, cli.train.batch, cli.train.optimizer,
-                                  cli.train.lr);
-          if (job.rank() == 0)
-            training::print_settings(training::settings_lines(resolved, *config, settings),
-                                     "zrt-bert");
-        }) && job.agreed([&] {
-          trainer = std::make_unique<bert::BertTrainer>(cli.train, *state, world);
-        });
-        if (!ready) return 1;
+          return trainer_settings(cli, app);
+        };
+        set_up.layout = [&] { return bert::parameter_layout(cli.train.config); };
+        set_up.make_trainer = [&](training::ModelState &s) {
+          trainer = std::make_unique<bert::BertTrainer>(cli.train, s, world);
+        };
+        state = training::set_up_run(job, "zrt-bert", cli.train.batch, cli.train, set_up);
+        if (!state) return 1;
         return trainer->run().stopped ? training::kExitStopped : 0;
       });
 }

@@ -27,9 +27,8 @@
 #include "train/training_types.hpp"
 #include "training/cli_checks.hpp"
 #include "training/engine_cli.hpp"
-#include "training/global_batch.hpp"
-#include "training/init_from.hpp"
 #include "training/job_settings.hpp"
+#include "training/run_cli.hpp"
 #include "training/trainer_main.hpp"
 
 namespace {
@@ -44,9 +43,7 @@ struct Cli {
   std::string tokenizer;
   std::optional<double> lr;
   double min_lr_frac = 0.1;
-  std::string save, resume;
-  std::optional<int64_t> global_batch;
-  std::string init_from;
+  training::RunCli run;  // --steps, --grad-accum, --save, --resume, ... (the loop's)
 };
 
 void add_options(CLI::App &app, Cli &c) {
@@ -57,25 +54,18 @@ void add_options(CLI::App &app, Cli &c) {
                  "n_positions; \"base\": NAME)")
       ->capture_default_str();
   c.engine.add_to(app, "optimizer (default adamw, GPT-2's)");
+  c.run.add_to(app, t, "gpt2");
   app.add_option("--n-layer", c.n_layer, "override the number of layers");
   app.add_option("--n-head", c.n_head, "override the number of heads");
   app.add_option("--n-embd", c.n_embd, "override the channels");
   app.add_option("--vocab-size", c.vocab_size, "override the vocabulary size");
   app.add_option("--n-positions", c.n_positions, "override the context length");
-  app.add_option("--steps", t.steps, "optimizer steps")
-      ->check(training::kPositive)
-      ->capture_default_str();
   app.add_option("--batch", t.batch, "sequences per micro-step and rank")
       ->check(training::kPositive)
       ->capture_default_str();
   app.add_option("--seq", t.seq, "tokens per sequence")
       ->check(training::kPositive)
       ->capture_default_str();
-  CLI::Option *grad_accum = app.add_option("--grad-accum", t.optimizer.accumulation_steps,
-                                           "micro-steps per optimizer step")
-                                ->check(training::kPositive)
-                                ->capture_default_str();
-  training::add_global_batch_option(app, c.global_batch, grad_accum);
   app.add_option("--lr", c.lr,
                  "peak learning rate (default by width, as GPT-3: 6e-4 for 768 channels, 1e-3 "
                  "up to 512, 3e-3 up to 256)")
@@ -89,24 +79,11 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--weight-decay", t.optimizer.weight_decay, "weight decay")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  app.add_option("--beta1", t.optimizer.beta1, "Adam and LAMB beta1")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--beta2", t.optimizer.beta2, "Adam and LAMB beta2")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--eps", t.optimizer.eps, "Adam and LAMB epsilon")
-      ->check(training::kPositive)
-      ->capture_default_str();
-  app.add_option("--grad-clip", t.optimizer.grad_clip, "clip the global gradient norm; 0 = off")
-      ->check(training::kNonNegative)
-      ->capture_default_str();
   app.add_flag("--recompute", t.recompute, "recompute activations in backward (less memory)");
   app.add_flag("--offload-activations", t.offload_activations,
                "keep the blocks' activations in host memory from forward to backward through "
                "zerort's activation offload (two blocks' worth stay resident; not with "
                "--recompute)");
-  app.add_option("--seed", t.seed, "initialization seed")->capture_default_str();
   app.add_option("--data", c.data, "folder with train.bin and val.bin (apps/data/prepare)")
       ->capture_default_str();
   app.add_option("--data-format", c.data_format, "token files: auto, llmc or raw (nanoGPT)")
@@ -115,9 +92,6 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--tokenizer", c.tokenizer,
                  "folder with encoder.json and vocab.bpe, to print samples as text "
                  "(default: DATA/../tokenizer)");
-  app.add_option("--eval-every", t.eval_every, "validation loss every N steps (and at the end)")
-      ->check(training::kNonNegative)
-      ->capture_default_str();
   app.add_option("--eval-batches", t.eval_batches, "batches per validation")
       ->check(training::kPositive)
       ->capture_default_str();
@@ -133,28 +107,6 @@ void add_options(CLI::App &app, Cli &c) {
   app.add_option("--top-k", t.sample.top_k, "sample among the k most likely tokens; 0 = all")
       ->check(training::kNonNegative)
       ->capture_default_str();
-  app.add_option("--json-metrics", t.json_metrics, "write metrics as JSON lines to this file");
-  app.add_flag("--plot", t.plot, "draw the loss and memory curves as PNG (gnuplot)");
-  app.add_option("--plot-dir", t.plot_dir, "where --plot writes gpt2_loss.png, gpt2_memory.png")
-      ->capture_default_str();
-  app.add_option("--log-every", t.log_every, "progress line every N steps")
-      ->check(training::kPositive)
-      ->capture_default_str();
-  app.add_option("--max-skipped-steps", t.max_skipped_steps,
-                 "stop (exit 1) after N updates in a row skipped for a NaN or Inf gradient; 0: "
-                 "never")
-      ->check(training::kNonNegative)
-      ->capture_default_str();
-  app.add_option("--save", c.save,
-                 "checkpoint file to write (zerort HDF5) at the end, every --save-every steps, "
-                 "and on SIGUSR1/SIGTERM; {step} in the name becomes the step");
-  app.add_option("--save-every", c.train.save_every, "steps between checkpoints (0: at the end)")
-      ->check(training::kNonNegative)
-      ->capture_default_str();
-  app.add_flag("--save-async", c.train.save_async,
-               "--save-every checkpoints copy the state and write in the background while "
-               "training goes on (the last and a signal's are written at once)");
-  training::add_start_options(app, c.resume, c.init_from);
   app.add_option("--dump-logits", c.train.dump_logits,
                  "write the logits of one validation batch (--batch x --seq) to this file "
                  "(float32) and its token ids to FILE.json, and stop without training");
@@ -206,7 +158,7 @@ training::TrainerSettings trainer_settings(const Cli &c, const CLI::App &app) {
   c.engine.fill(s, app);
   s.lr = {t.lr.max_lr, c.lr.has_value()};
   training::EngineCli::fill_training(s, t.optimizer, t.batch, t.steps, app);
-  s.global_batch = c.global_batch;
+  s.global_batch = c.run.global_batch;
   s.hidden = t.config.channels;
   s.warmup = t.lr.warmup_steps;
   for (const char *option : {"--warmup", "--min-lr-frac"})
@@ -224,49 +176,31 @@ int main(int argc, char **argv) {
   return training::trainer_main(
       argc, argv, "zrt-gpt2", app, before_context, [&](const training::AppWorld &job) {
         gpt2::World world{job.rank(), job.size(), job.comm(), job.context()};
-        // Set up everything that can fail on bad input, agreeing across ranks after each part.
-        std::unique_ptr<gpt2::ModelState> state;
+        // Set up everything that can fail on bad input, agreeing across ranks after each part;
+        // the trainer, which uses the model states, goes first.
+        std::unique_ptr<training::ModelState> state;
         std::unique_ptr<gpt2::Trainer> trainer;
-        std::optional<training::ConfigView> config;
-        training::JobSettings settings;
-        const bool ready =
-            job.agreed([&] {
-              cli.train.config = model_config(cli);
-              config.emplace(job.context());
-              // The command line's own split, checked in its own words; the file's batch
-              // sizes are the engine's to check.
-              if (cli.global_batch && !training::file_sets_batch(*config))
-                training::accumulation_for_global_batch(*cli.global_batch, cli.train.batch,
-                                                        job.size());
-              cli.train.data_dir = cli.data;
-              cli.train.save_path = cli.save;
-              cli.train.resume_path = cli.resume;
-              cli.train.init_from = cli.init_from;
-              cli.train.data_format = gpt2::parse_token_format(cli.data_format);
-              cli.train.tokenizer_dir =
-                  cli.tokenizer.empty()
-                      ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
-                      : std::filesystem::path(cli.tokenizer);
-              cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
-              cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
-              settings = training::plan_job_settings(*config, trainer_settings(cli, app));
-              check_blas(job.rank() == 0);
-            }) &&
-            // Collective: the engine agrees on its own errors, so every rank gets here.
-            job.agreed([&] {
-              nlohmann::json resolved;
-              state = gpt2::make_engine_model_state(job.context(),
-                                                    gpt2::parameter_layout(cli.train.config),
-                                                    settings.engine, &resolved);
-              training::take_resolved(resolved, *config, cli.train.batch, cli.train.optimizer,
-                                      cli.train.lr);
-              if (job.rank() == 0)
-                training::print_settings(training::settings_lines(resolved, *config, settings),
-                                         "zrt-gpt2");
-            }) &&
-            job.agreed(
-                [&] { trainer = std::make_unique<gpt2::Trainer>(cli.train, *state, world); });
-        if (!ready) return 1;
+        training::RunSetUp set_up;
+        set_up.configure = [&](const training::ConfigView &config) {
+          cli.train.config = model_config(cli);
+          cli.run.check_global_batch(config, cli.train.batch, job.size());
+          cli.run.apply(cli.train);
+          cli.train.data_dir = cli.data;
+          cli.train.data_format = gpt2::parse_token_format(cli.data_format);
+          cli.train.tokenizer_dir =
+              cli.tokenizer.empty() ? std::filesystem::path(cli.data).parent_path() / "tokenizer"
+                                    : std::filesystem::path(cli.tokenizer);
+          cli.train.lr.max_lr = cli.lr ? *cli.lr : default_lr(cli.train.config);
+          cli.train.lr.min_lr = cli.train.lr.max_lr * cli.min_lr_frac;
+          check_blas(job.rank() == 0);
+          return trainer_settings(cli, app);
+        };
+        set_up.layout = [&] { return gpt2::parameter_layout(cli.train.config); };
+        set_up.make_trainer = [&](training::ModelState &state) {
+          trainer = std::make_unique<gpt2::Trainer>(cli.train, state, world);
+        };
+        state = training::set_up_run(job, "zrt-gpt2", cli.train.batch, cli.train, set_up);
+        if (!state) return 1;
         // Stopped by a signal (a time limit or a preemption coming): "try again later".
         return trainer->run().stopped ? training::kExitStopped : 0;
       });

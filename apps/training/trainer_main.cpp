@@ -5,9 +5,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <optional>
 #include <stdexcept>
 
 #include "divergence.hpp"
+#include "engine_model_state.hpp"
 #include "kokkos_device.hpp"
 #include "signals.hpp"
 
@@ -40,6 +42,28 @@ bool AppWorld::agreed(const std::function<void()> &part) const {
     fmt::print(stderr, "{}: {}{}\n", program_, rank_ > 0 ? fmt::format("rank {}: ", rank_) : "",
                error);
   return st == ZRT_SUCCESS;
+}
+
+std::unique_ptr<ModelState> set_up_run(const AppWorld &job, const char *program, int &batch,
+                                       RunOptions &options, const RunSetUp &set_up) {
+  std::optional<ConfigView> config;
+  JobSettings settings;
+  std::unique_ptr<ModelState> state;
+  const bool ready =
+      job.agreed([&] {
+        config.emplace(job.context());
+        settings = plan_job_settings(*config, set_up.configure(*config));
+      }) &&
+      // Collective: the engine agrees on its own errors, so every rank gets here.
+      job.agreed([&] {
+        nlohmann::json resolved;
+        state = make_engine_model_state(job.context(), set_up.layout(), settings.engine, &resolved);
+        take_resolved(resolved, *config, batch, options.optimizer, options.lr);
+        if (job.rank() == 0) print_settings(settings_lines(resolved, *config, settings), program);
+      }) &&
+      job.agreed([&] { set_up.make_trainer(*state); });
+  if (!ready) return nullptr;
+  return state;
 }
 
 int trainer_main(int argc, char **argv, const char *program, CLI::App &app,

@@ -1,13 +1,21 @@
 // The frame of a trainer program's main() (zrt-gpt2, zrt-bert): stop signals from the first
-// line, MPI, the options, Kokkos, zerort's context, set-up agreed across ranks, the run,
-// and the exit status a batch script acts on.
+// line, MPI, the options, Kokkos, zerort's context, set-up agreed across ranks (set_up_run),
+// the run, and the exit status a batch script acts on.
 #pragma once
 
 #include <zerort/zerort.h>
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "config_view.hpp"
+#include "job_settings.hpp"
+#include "model_state.hpp"
+#include "nn/tensor_spec.hpp"
+#include "training_loop.hpp"
 
 namespace training {
 
@@ -34,6 +42,27 @@ class AppWorld {
   zrt_comm_h comm_ = nullptr;
   int rank_ = 0, size_ = 1;
 };
+
+/// What a program gives set_up_run: its part of the set-up, between the engine's.
+struct RunSetUp {
+  /// The model and the run's options from the command line and @p config (the file's and
+  /// the environment's settings); throws on bad input. Returns the engine settings the
+  /// command line asks for (job_settings.hpp).
+  std::function<TrainerSettings(const ConfigView &config)> configure;
+  /// The model's tensors, registered with the engine (called after configure).
+  std::function<std::vector<nn::TensorSpec>()> layout;
+  /// The trainer over the model states; throws on bad input.
+  std::function<void(ModelState &state)> make_trainer;
+};
+
+/// The set-up both programs make, in three parts, each agreed across the ranks
+/// (AppWorld::agreed: a rank that fails says why): @p set_up.configure and the settings
+/// planned from it; the engine's model states for the layout, whose resolved settings
+/// (micro batch, accumulation, optimizer, the file's schedule) go back into @p batch and
+/// @p options, and which rank 0 prints; @p set_up.make_trainer. Returns the model states,
+/// or null when a part failed. Collective.
+std::unique_ptr<ModelState> set_up_run(const AppWorld &job, const char *program, int &batch,
+                                       RunOptions &options, const RunSetUp &set_up);
 
 /// The body of main(): sets up (through AppWorld::agreed), trains, and returns the exit
 /// status (kExitStopped after a stop signal). A TrainingDiverged it throws ends the run with

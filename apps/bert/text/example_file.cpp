@@ -1,25 +1,20 @@
 #include "text/example_file.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <utility>
 
 #include "files/output_file.hpp"
-#include "files/regular_file.hpp"
 
 namespace bert {
 namespace {
 
+constexpr const char *kKind = "BERT example file";
+
 [[noreturn]] void fail(const std::filesystem::path &path, const std::string &what) {
-  throw std::runtime_error(fmt::format("BERT example file {}: {}", path.string(), what));
+  files::fail_file(kKind, path, what);
 }
 
 // llm.c's token files (GPT-2's) begin with this int32.
@@ -102,34 +97,10 @@ ExampleFile ExampleFile::open(const std::filesystem::path &path, const Vocabular
 ExampleFile ExampleFile::open(const std::filesystem::path &path, int32_t vocab_size,
                               uint64_t vocab_checksum) {
   ExampleFile f;
-  f.path_ = path;
-  int fd = -1;
-  try {
-    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
-  } catch (const files::Error &e) {
-    fail(path, fmt::format("cannot open: {} (apps/data/prepare --model bert writes "
-                           "train.bin and val.bin)",
-                           e.reason()));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
-  }
-  const size_t bytes = static_cast<size_t>(st.st_size);
-  if (bytes > 0) {
-    void *map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, fmt::format("cannot map: {}", std::strerror(err)));
-    }
-    f.map_ = map;
-    f.map_bytes_ = bytes;
-  }
-  ::close(fd);
-  const auto *base = static_cast<const unsigned char *>(f.map_);
+  f.file_ =
+      files::MappedFile(path, kKind, "apps/data/prepare --model bert writes train.bin and val.bin");
+  const size_t bytes = f.file_.bytes().size();
+  const unsigned char *base = f.file_.bytes().data();
 
   int32_t first_int = 0;
   if (bytes >= sizeof(first_int)) std::memcpy(&first_int, base, sizeof(first_int));
@@ -197,35 +168,6 @@ ExampleFile ExampleFile::open(const std::filesystem::path &path, int32_t vocab_s
       fail(path, fmt::format("token {} at position {} is outside the vocabulary of {}",
                              f.token_ids_[i], i, vocab_size));
   return f;
-}
-
-ExampleFile::ExampleFile(ExampleFile &&other) noexcept {
-  *this = std::move(other);
-}
-
-ExampleFile &ExampleFile::operator=(ExampleFile &&other) noexcept {
-  if (this != &other) {
-    unmap();
-    path_ = std::move(other.path_);
-    map_ = std::exchange(other.map_, nullptr);
-    map_bytes_ = std::exchange(other.map_bytes_, 0);
-    documents_ = std::exchange(other.documents_, 0);
-    sentences_ = std::exchange(other.sentences_, 0);
-    tokens_ = std::exchange(other.tokens_, 0);
-    document_offsets_ = std::exchange(other.document_offsets_, nullptr);
-    sentence_offsets_ = std::exchange(other.sentence_offsets_, nullptr);
-    token_ids_ = std::exchange(other.token_ids_, nullptr);
-  }
-  return *this;
-}
-
-ExampleFile::~ExampleFile() {
-  unmap();
-}
-
-void ExampleFile::unmap() {
-  if (map_) ::munmap(map_, map_bytes_);
-  map_ = nullptr;
 }
 
 }  // namespace bert

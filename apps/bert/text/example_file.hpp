@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "files/mapped_file.hpp"
 #include "text/vocabulary.hpp"
 
 namespace bert {
@@ -66,11 +67,8 @@ class ExampleFile {
   static ExampleFile open(const std::filesystem::path &path, int32_t vocab_size,
                           uint64_t vocab_checksum);
 
-  ExampleFile(ExampleFile &&other) noexcept;
-  ExampleFile &operator=(ExampleFile &&other) noexcept;
-  ExampleFile(const ExampleFile &) = delete;
-  ExampleFile &operator=(const ExampleFile &) = delete;
-  ~ExampleFile();
+  ExampleFile(ExampleFile &&other) noexcept = default;
+  ExampleFile &operator=(ExampleFile &&other) noexcept = default;
 
   /// Counts from the header (checked against the file). Accessors are const and
   /// thread-safe: the mapping is read-only.
@@ -88,19 +86,16 @@ class ExampleFile {
   /// Every token of the file, sentence after sentence.
   std::span<const uint16_t> token_ids() const { return {token_ids_, tokens_}; }
   /// The file's name, for messages.
-  const std::filesystem::path &path() const { return path_; }
+  const std::filesystem::path &path() const { return file_.path(); }
 
  private:
   ExampleFile() = default;
-  void unmap();
 
-  std::filesystem::path path_;
-  void *map_ = nullptr;
-  size_t map_bytes_ = 0;
+  files::MappedFile file_;
   size_t documents_ = 0, sentences_ = 0, tokens_ = 0;
   const uint64_t *document_offsets_ = nullptr;
   const uint64_t *sentence_offsets_ = nullptr;
-  const uint16_t *token_ids_ = nullptr;
+  const uint16_t *token_ids_ = nullptr;  // the pointers are into file_'s bytes
 };
 
 }  // namespace bert

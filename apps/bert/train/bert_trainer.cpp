@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
-#include <csignal>
-#include <cstdio>
 #include <fstream>
 #include <optional>
 
@@ -14,28 +11,11 @@
 #include "text/pretraining_examples.hpp"
 #include "text/vocabulary.hpp"
 #include "training/checkpoint_info.hpp"
-#include "training/divergence.hpp"
-#include "training/init_from.hpp"
-#include "training/job_metadata.hpp"
-#include "training/kokkos_device.hpp"
 #include "training/memory_check.hpp"
 #include "training/rank_sum.hpp"
-#include "training/signals.hpp"
 
 namespace bert {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using training::format_bytes;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Sums @p values over the ranks, in place.
-void sum_over_ranks(const World &world, std::vector<double> &values) {
-  training::sum_over_ranks(world.comm, world.size, values);
-}
 
 // The fields of a BERT config that fix the parameters' names and shapes.
 const std::vector<std::string> kShapeKeys = {
@@ -78,15 +58,14 @@ int64_t masked_count(const HostBatch &h) {
 
 }  // namespace
 
-struct BertTrainer::Impl {
+struct BertTrainer::Impl : training::TrainerHooks {
   Impl(const BertTrainOptions &opt, training::ModelState &state, const World &world)
       : opt_(opt),
         state_(state),
         world_(world),
         lead_(world.rank == 0 && !opt.quiet),
         vocab_(Vocabulary::load(opt.vocab_path)),
-        model_(opt.config, state.store()),
-        log_(world.rank == 0 ? opt.json_metrics : "") {
+        model_(opt.config, state.store()) {
     if (vocab_.size() != opt.config.vocab_size)
       throw std::invalid_argument(fmt::format(
           "the vocabulary {} has {} tokens but model config {} has vocab_size {}",
@@ -126,68 +105,73 @@ struct BertTrainer::Impl {
                                                      opt.batch * train_->max_predictions());
     device_ = std::make_unique<DeviceBatch>(opt.batch, opt.seq);
     host_.resize(size_t(accum_));
-    lr_ = opt.lr;
-    lr_.total_steps = opt.steps;
-    lr_.validate();
-    if (!opt.save_path.empty()) training::check_save_folder(opt.save_path);
-    if (!opt.resume_path.empty())
-      resume_.emplace(training::read_checkpoint_info(
-          opt.resume_path,
-          training::CheckpointOwner{"zrt-bert", "BERT", opt.config.to_json(), kShapeKeys}));
-    // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
-    if (resume_) log_.resumed_at(resume_->step);
-    init_ = training::open_init_from(opt.init_from, weights::ModelKind::bert, state.store());
+    loop_.emplace(
+        opt,
+        training::TrainerIdentity{
+            "zrt-bert", "bert", opt.config.name,
+            training::CheckpointOwner{"zrt-bert", "BERT", opt.config.to_json(), kShapeKeys},
+            weights::ModelKind::bert},
+        state, world);
   }
 
-  int64_t resume() {
-    const training::CheckpointInfo &r = *resume_;
-    state_.load(r.path.string());
+  BertTrainResult run() {
+    const training::RunSummary s = loop_->run(*this);
+    BertTrainResult result;
+    result.steps = std::move(steps_);
+    result.evals = std::move(evals_);
+    result.first_step = s.first_step;
+    result.steps_done = s.steps_done;
+    result.stopped = s.stopped;
+    result.stop_signal = s.stop_signal;
+    result.memory = s.memory;
+    result.stage0_bytes = s.stage0_bytes;
+    // A --dump-logits run trained nothing and reports no memory.
+    if (opt_.dump_logits.empty()) result.activation_bytes = acts_->bytes();
+    result.checkpoint = s.checkpoint;
+    result.plots = s.plots;
+    return result;
+  }
+
+  std::string resumed(const training::CheckpointInfo &r) override {
     const nlohmann::json &m = r.metadata;
-    if (lead_) {
-      fmt::print("resumed from {} at step {}\n", r.path.string(), r.step);
-      if (m.value("global_batch", int64_t(global_batch_)) != int64_t(global_batch_) ||
-          m.value("seq", opt_.seq) != opt_.seq ||
-          m.value("data_seed", opt_.data_seed) != opt_.data_seed ||
-          m.value("steps", opt_.steps) != opt_.steps)
-        fmt::print(
-            "note: it was saved by a run of global batch {} x {} tokens (data seed {}) planning "
-            "{} steps; this one continues at step {} with its own batches and schedule\n",
-            m.value("global_batch", 0), m.value("seq", 0), m.value("data_seed", 0),
-            m.value("steps", 0), r.step);
-    }
-    return r.step;
+    if (m.value("global_batch", int64_t(global_batch_)) == int64_t(global_batch_) &&
+        m.value("seq", opt_.seq) == opt_.seq &&
+        m.value("data_seed", opt_.data_seed) == opt_.data_seed &&
+        m.value("steps", opt_.steps) == opt_.steps)
+      return "";
+    return fmt::format(
+        "note: it was saved by a run of global batch {} x {} tokens (data seed {}) planning "
+        "{} steps; this one continues at step {} with its own batches and schedule",
+        m.value("global_batch", 0), m.value("seq", 0), m.value("data_seed", 0), m.value("steps", 0),
+        r.step);
   }
 
-  std::filesystem::path save(int64_t step, bool background = false) {
-    nlohmann::json meta = {{"program", "zrt-bert"},
-                           {"model", opt_.config.to_json()},
-                           {"step", step},
-                           {"micro_batches", step * accum_},
-                           {"global_batch", global_batch_},
-                           {"batch", opt_.batch},
-                           {"seq", opt_.seq},
-                           {"ranks", world_.size},
-                           {"accumulation_steps", accum_},
-                           {"steps", opt_.steps},
-                           {"seed", opt_.seed},
-                           {"data_seed", opt_.data_seed},
-                           {"mask_prob", opt_.mask_prob},
-                           {"max_predictions", train_->max_predictions()},
-                           {"data", opt_.data_dir.string()}};
-    meta.update(training::job_metadata());
-    const auto t0 = Clock::now();
-    state_.save(opt_.save_path.string(), meta.dump(), background);
-    const std::filesystem::path path = training::checkpoint_path(opt_.save_path, step);
-    if (lead_)
-      fmt::print("checkpoint: {} (step {}, {:.1f} s{})\n", path.string(), step, seconds_since(t0),
-                 background ? ", writing in the background" : "");
-    std::fflush(stdout);
-    return path;
+  nlohmann::json checkpoint_metadata(int64_t step) override {
+    return {{"program", "zrt-bert"},
+            {"model", opt_.config.to_json()},
+            {"step", step},
+            {"micro_batches", step * accum_},
+            {"global_batch", global_batch_},
+            {"batch", opt_.batch},
+            {"seq", opt_.seq},
+            {"ranks", world_.size},
+            {"accumulation_steps", accum_},
+            {"steps", opt_.steps},
+            {"seed", opt_.seed},
+            {"data_seed", opt_.data_seed},
+            {"mask_prob", opt_.mask_prob},
+            {"max_predictions", train_->max_predictions()},
+            {"data", opt_.data_dir.string()}};
   }
+
+  void init_parameters() override { model_.init_parameters(opt_.seed); }
+
+  double tokens_per_step() const override { return double(global_batch_) * opt_.seq; }
+
+  int64_t activation_bytes() const override { return acts_->bytes(); }
 
   // One optimizer step over the global batch of step @p step. Collective.
-  BertStepLosses train_step(int64_t step, std::optional<double> lr, training::StepReport &report,
-                            bool &stop_requested) {
+  training::StepOutcome train_step(int64_t step, std::optional<double> lr) override {
     int64_t masked = 0;
     for (int k = 0; k < accum_; ++k) {
       const uint64_t first = PretrainingExamples::first_sample(
@@ -198,147 +182,48 @@ struct BertTrainer::Impl {
     // The MLM loss is a mean over every masked position of the global batch: its count
     // first, so each position's gradient has its true weight.
     std::vector<double> count = {double(masked)};
-    sum_over_ranks(world_, count);
+    training::sum_over_ranks(world_.comm, world_.size, count);
     const double scale = state_.loss_scale();
     // The model states divide the summed gradients by the micro-steps and the ranks.
     const float dmlm = static_cast<float>(scale * accum_ * world_.size / count[0]);
     const float dnsp = static_cast<float>(scale / opt_.batch);
     double mlm_sum = 0, nsp_sum = 0, mlm_correct = 0, nsp_correct = 0;
+    training::StepOutcome out;
     training::CommFigures comm;
     for (int k = 0; k < accum_; ++k) {
       device_->set(host_[size_t(k)], opt_.config.vocab_size, opt_.config.type_vocab_size);
       const BertLosses l = model_.forward(*acts_, device_->view());
       model_.backward(*acts_, device_->view(), dmlm, dnsp);
-      report = state_.step(lr);
-      comm += report.comm;
+      out.report = state_.step(lr);
+      comm += out.report.comm;
       mlm_sum += l.mlm * double(l.mlm_count);
       nsp_sum += l.nsp * double(l.nsp_count);
       mlm_correct += double(l.mlm_correct);
       nsp_correct += double(l.nsp_correct);
     }
-    report.comm = comm;  // the whole step's
-    std::vector<double> shared = {mlm_sum, nsp_sum, mlm_correct, nsp_correct,
-                                  double(training::stop_signal())};
-    sum_over_ranks(world_, shared);
-    stop_requested = shared[4] > 0;
+    out.report.comm = comm;  // the whole step's
+    std::vector<double> shared = {mlm_sum, nsp_sum, mlm_correct, nsp_correct};
+    out.stop_requested = training::sum_with_stop_flag(world_, shared);
     BertStepLosses s;
     s.mlm = shared[0] / count[0];
     s.nsp = shared[1] / double(global_batch_);
     s.loss = s.mlm + s.nsp;
     s.mlm_accuracy = shared[2] / count[0];
     s.nsp_accuracy = shared[3] / double(global_batch_);
-    return s;
-  }
-
-  BertTrainResult run() {
-    header();
-    int64_t step = 0;
-    if (resume_)
-      step = resume();
-    else if (init_)
-      training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
-    else
-      model_.init_parameters(opt_.seed);
-    BertTrainResult result;
-    result.first_step = step;
-    if (!opt_.dump_logits.empty()) {
-      dump_logits();
-      return result;
-    }
-    training::install_stop_signals();
-    const double tokens_per_step = double(global_batch_) * opt_.seq;
-    double time_sum = 0;
-    training::DivergenceWatch divergence(opt_.max_skipped_steps);
-    while (step < opt_.steps) {
-      const auto t0 = Clock::now();
-      const std::optional<double> lr = lr_.rate(step);  // none: the engine's scheduler's
-      training::StepReport report;
-      bool stop_requested = false;
-      const BertStepLosses s = train_step(step, lr, report, stop_requested);
-      ++step;
-      const double dt = seconds_since(t0);
-      const int64_t done = step - result.first_step;
-      if (done > 1 || opt_.steps == 1) time_sum += dt;
-
-      training::StepMetrics m;
-      m.step = step;
-      m.loss = s.loss;
-      m.lr = report.lr;  // the rate the update ran at, whoever set it
-      m.grad_norm = report.grad_norm;
-      m.seconds = dt;
-      m.tokens_per_s = tokens_per_step / dt;
-      m.mem_model_states = state_.memory().total();
-      m.mem_activations = acts_->bytes();
-      m.mem_rss = training::resident_bytes();
-      m.mem_peak_rss = training::peak_resident_bytes();
-      m.comm = report.comm;
-      m.extra = {{"mlm_loss", s.mlm},
+    steps_.push_back(s);
+    out.loss = s.loss;
+    out.extra = {{"mlm_loss", s.mlm},
                  {"nsp_loss", s.nsp},
                  {"mlm_accuracy", s.mlm_accuracy},
                  {"nsp_accuracy", s.nsp_accuracy}};
-      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
-      if (const int64_t used = training::device_used_bytes(); used >= 0)
-        m.extra["mem_device_used"] = used;
-      m.loss_detail =
-          fmt::format("mlm {:.4f}, nsp {:.4f}, mlm acc {:.3f}", s.mlm, s.nsp, s.mlm_accuracy);
-      log_.step(m);
-      result.steps.push_back(s);
-      const double per_step = done > 1 ? time_sum / double(done - 1) : dt;
-      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || done == 1))
-        fmt::print("{}{}\n",
-                   training::progress_line(m, opt_.steps, per_step * double(opt_.steps - step)),
-                   report.applied ? "" : " | update skipped (non-finite gradient)");
-      std::fflush(stdout);
-      divergence.after_step(report, step, s.loss);
-      if (stop_requested) {
-        result.stopped = true;
-        result.stop_signal = training::stop_signal();
-        if (lead_)
-          fmt::print("stopping after step {}: {}\n", step,
-                     result.stop_signal == SIGUSR1   ? "SIGUSR1 received"
-                     : result.stop_signal == SIGTERM ? "SIGTERM received"
-                                                     : "another rank received a stop signal");
-        break;
-      }
-      if (!opt_.save_path.empty() && opt_.save_every > 0 && step % opt_.save_every == 0 &&
-          step < opt_.steps)
-        result.checkpoint = save(step, opt_.save_async);
-      if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
-        if (auto e = evaluate(step)) result.evals.push_back(*e);
-    }
-    result.steps_done = step;
-    if (!opt_.save_path.empty()) result.checkpoint = save(step);
-    if (!result.stopped)
-      if (auto e = evaluate(step)) result.evals.push_back(*e);
-    result.memory = state_.memory();
-    result.stage0_bytes = state_.stage0_bytes();
-    result.activation_bytes = acts_->bytes();
-    if (lead_)
-      fmt::print("memory per rank: model states {}, activations {}, peak resident {}\n",
-                 training::state_memory_summary(result.memory, result.stage0_bytes),
-                 format_bytes(acts_->bytes()), format_bytes(training::peak_resident_bytes()));
-    if (opt_.plot && world_.rank == 0) {
-      try {
-        result.plots = training::write_plots(
-            opt_.plot_dir, "bert",
-            fmt::format("zrt-bert {} on {}", opt_.config.name, opt_.data_dir.filename().string()),
-            log_.steps(), log_.evals());
-        if (lead_)
-          fmt::print("plots: {} and {}\n", result.plots.loss_png.string(),
-                     result.plots.memory_png.string());
-      } catch (const std::exception &e) {
-        fmt::print(stderr, "zrt-bert: {}\n", e.what());
-      }
-    }
-    const bool any = !result.steps.empty();
-    log_.end({{"steps", step},
-              {"reason", result.stopped ? "signal" : "done"},
-              {"final_loss", any ? nlohmann::json(result.steps.back().loss) : nlohmann::json()},
-              {"final_mlm_accuracy",
-               any ? nlohmann::json(result.steps.back().mlm_accuracy) : nlohmann::json()},
-              {"val_loss", result.evals.empty() ? nlohmann::json()
-                                                : nlohmann::json(result.evals.back().loss)}});
-    return result;
+    out.loss_detail =
+        fmt::format("mlm {:.4f}, nsp {:.4f}, mlm acc {:.3f}", s.mlm, s.nsp, s.mlm_accuracy);
+    return out;
+  }
+
+  void add_end_record(nlohmann::json &end) override {
+    end["final_mlm_accuracy"] =
+        steps_.empty() ? nlohmann::json() : nlohmann::json(steps_.back().mlm_accuracy);
   }
 
   // --dump-logits: the heads' outputs for this rank's first validation batch, to compare
@@ -347,7 +232,7 @@ struct BertTrainer::Impl {
   // probabilities [P, vocab] at the positions PATH.json lists (b * seq + t), the NSP
   // probabilities [batch, 2], the pooled output [batch, hidden]; PATH.json also the inputs.
   // Collective (the forward pass gathers parameters at stage 3); rank 0 writes.
-  void dump_logits() {
+  void dump_logits() override {
     if (!val_)
       throw std::invalid_argument("--dump-logits: no validation data to take a batch from");
     const int B = opt_.batch, T = opt_.seq;
@@ -407,7 +292,7 @@ struct BertTrainer::Impl {
 
   // The losses on the first eval_batches global batches of val.bin (the same examples and
   // masks every time). Collective; nothing without a val.bin.
-  std::optional<BertStepLosses> evaluate(int64_t step) {
+  std::optional<double> evaluate(int64_t step) override {
     if (!val_) return std::nullopt;
     const size_t eval_global = size_t(opt_.batch) * size_t(world_.size);
     double mlm_sum = 0, nsp_sum = 0, mlm_correct = 0, nsp_correct = 0, masked = 0;
@@ -424,7 +309,7 @@ struct BertTrainer::Impl {
       masked += double(l.mlm_count);
     }
     std::vector<double> sum = {mlm_sum, nsp_sum, mlm_correct, nsp_correct, masked};
-    sum_over_ranks(world_, sum);
+    training::sum_over_ranks(world_.comm, world_.size, sum);
     const double sequences = double(eval_global) * opt_.eval_batches;
     BertStepLosses e;
     e.mlm = sum[0] / sum[4];
@@ -439,35 +324,34 @@ struct BertTrainer::Impl {
                 {"val_nsp_loss", e.nsp},
                 {"val_mlm_accuracy", e.mlm_accuracy},
                 {"val_nsp_accuracy", e.nsp_accuracy}};
-    log_.eval(em);
+    loop_->log().eval(em);
     if (lead_)
       fmt::print(
           "step {}: val loss {:.4f} (mlm {:.4f}, nsp {:.4f}, mlm acc {:.3f}, nsp acc "
           "{:.3f})\n",
           step, e.loss, e.mlm, e.nsp, e.mlm_accuracy, e.nsp_accuracy);
-    return e;
+    evals_.push_back(e);
+    return e.loss;
   }
 
-  void header() {
+  nlohmann::json run_record() override {
+    return {{"model", opt_.config.to_json()},
+            {"data", opt_.data_dir.string()},
+            {"train_examples", train_->size()},
+            {"val_examples", val_ ? val_->size() : 0},
+            {"ranks", world_.size},
+            {"batch", opt_.batch},
+            {"seq", opt_.seq},
+            {"accumulation_steps", accum_},
+            {"global_batch", global_batch_},
+            {"steps", opt_.steps},
+            {"lr", loop_->lr().max_lr},
+            {"max_predictions", train_->max_predictions()}};
+  }
+
+  void print_header() override {
     const BertConfig &c = opt_.config;
-    nlohmann::json info = {{"model", c.to_json()},
-                           {"data", opt_.data_dir.string()},
-                           {"train_examples", train_->size()},
-                           {"val_examples", val_ ? val_->size() : 0},
-                           {"ranks", world_.size},
-                           {"batch", opt_.batch},
-                           {"seq", opt_.seq},
-                           {"accumulation_steps", accum_},
-                           {"global_batch", global_batch_},
-                           {"steps", opt_.steps},
-                           {"lr", lr_.max_lr},
-                           {"max_predictions", train_->max_predictions()},
-                           {"model_states", state_.describe()},
-                           {"mem_model_states", state_.memory().total()},
-                           {"mem_model_states_stage0", state_.stage0_bytes()}};
-    info.update(training::job_metadata());
-    log_.run(info);
-    if (!lead_) return;
+    const training::LrSchedule &lr = loop_->lr();
     fmt::print(
         "model {}: {} layers, hidden {}, {} heads, intermediate {}, vocab {}, {} positions: "
         "{:.2f}M parameters\n",
@@ -486,17 +370,11 @@ struct BertTrainer::Impl {
         "batch {} x {} tokens x {} micro-step(s) x {} rank(s) = {} sequences per step, up to {} "
         "masked each; lr {}\n",
         opt_.batch, opt_.seq, accum_, world_.size, global_batch_, train_->max_predictions(),
-        lr_.engine.empty()
-            ? fmt::format("{:.1e} (warmup {}, {} decay to {:.1e})", lr_.max_lr, lr_.warmup_steps,
-                          lr_.decay == training::LrDecay::polynomial ? "linear" : "cosine",
-                          lr_.min_lr)
-            : lr_.engine);
-    fmt::print("model states: {}\n", state_.describe());
-    const training::StateMemory mem = state_.memory();
-    fmt::print("model states per rank: {}\n",
-               training::state_memory_breakdown(mem, state_.stage0_bytes(),
-                                                training::optimizer_label(opt_.optimizer.kind)));
-    std::fflush(stdout);
+        lr.engine.empty()
+            ? fmt::format("{:.1e} (warmup {}, {} decay to {:.1e})", lr.max_lr, lr.warmup_steps,
+                          lr.decay == training::LrDecay::polynomial ? "linear" : "cosine",
+                          lr.min_lr)
+            : lr.engine);
   }
 
   const BertTrainOptions &opt_;
@@ -512,10 +390,8 @@ struct BertTrainer::Impl {
   std::unique_ptr<BertActivations<float>> acts_;
   std::unique_ptr<DeviceBatch> device_;
   std::vector<HostBatch> host_;
-  training::MetricsLog log_;
-  training::LrSchedule lr_;
-  std::optional<training::CheckpointInfo> resume_;
-  std::optional<weights::WeightsInit> init_;
+  std::optional<training::TrainingLoop> loop_;
+  std::vector<BertStepLosses> steps_, evals_;
 };
 
 BertTrainer::BertTrainer(const BertTrainOptions &options, training::ModelState &state,

@@ -1,8 +1,8 @@
-// BERT's pretraining loop: examples (text/pretraining_examples.hpp) → forward → backward →
-// an optimizer step through a ModelState (zerort's engine, LAMB by default), BERT's
-// learning-rate schedule, evaluation on held-out examples, progress lines with the MLM and
-// NSP losses and MLM accuracy, JSON metrics, plots, checkpoints and a clean stop on
-// SIGUSR1/SIGTERM.
+// zrt-bert's trainer: BERT's pretraining examples (text/pretraining_examples.hpp), forward
+// and backward with the MLM and NSP losses and MLM accuracy, evaluation on held-out
+// examples, run by the trainers' loop (training/training_loop.hpp: the schedule, steps
+// through a ModelState, LAMB by default, progress, metrics, plots, checkpoints, a clean stop
+// on SIGUSR1/SIGTERM).
 //
 // The losses are those of the global batch, whatever the world size: the MLM loss is the
 // mean over all masked positions of all ranks and micro-steps (their number is summed
@@ -26,43 +26,25 @@
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"
 #include "training/plot.hpp"
+#include "training/training_loop.hpp"
+#include "training/world.hpp"
 
 namespace bert {
 
-/// This process's place in the job (comm null for a lone process).
-struct World {
-  int rank = 0, size = 1;
-  zrt_comm_h comm = nullptr;
-  zrt_context_h context = nullptr;  // to check the activations against its memory limit
-};
+/// This process's place in the job (training/world.hpp).
+using World = training::World;
 
-struct BertTrainOptions {
+/// What a run of zrt-bert does: the loop's options (training/training_loop.hpp: steps,
+/// schedule, optimizer, evaluation, metrics, checkpoints) and BERT's own.
+struct BertTrainOptions : training::RunOptions {
   BertConfig config;
-  std::filesystem::path data_dir;    // train.bin (and val.bin) of zrt-bert-prepare
-  std::filesystem::path vocab_path;  // the vocabulary they were made with (vocab.txt form)
+  std::filesystem::path vocab_path;  // the vocabulary data_dir's files were made with
   int batch = 8;                     // sequences per micro-step and rank
   int seq = 128;                     // tokens per sequence, [CLS] and [SEP]s included
-  int64_t steps = 100;               // optimizer steps
-  training::LrSchedule lr;           // total_steps is taken from steps
-  training::OptimizerConfig optimizer;
-  uint64_t seed = 1337;        // initialization
-  uint64_t data_seed = 12345;  // pairs, their order and the masks
+  uint64_t data_seed = 12345;        // pairs, their order and the masks
   double mask_prob = 0.15;
   int max_predictions = -1;  // masked positions per sequence at most; -1: round(0.15 seq)
-  int64_t eval_every = 50;   // and at the end; 0 = only at the end
   int eval_batches = 4;
-  std::filesystem::path json_metrics;
-  bool plot = false;
-  std::filesystem::path plot_dir = ".";
-  int64_t log_every = 1;
-  int64_t max_skipped_steps = 10;  // stop as diverged after this many skipped in a row; 0: never
-  bool quiet = false;
-  std::filesystem::path save_path;  // "{step}" becomes the step
-  int64_t save_every = 0;
-  bool save_async = false;  // --save-every saves write in the background
-  std::filesystem::path resume_path;
-  std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
-  std::filesystem::path dump_logits;  // write one batch's outputs and stop (--dump-logits)
 };
 
 /// One step's (or one evaluation's) figures, over the global batch.

@@ -2,25 +2,20 @@
 
 #include "data/data_location.hpp"
 #include "files/output_file.hpp"
-#include "files/regular_file.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <utility>
 #include <vector>
 
 namespace gpt2 {
 namespace {
 
+constexpr const char *kKind = "token file";
+
 [[noreturn]] void fail(const std::filesystem::path &path, const std::string &what) {
-  throw std::runtime_error(fmt::format("token file {}: {}", path.string(), what));
+  files::fail_file(kKind, path, what);
 }
 
 }  // namespace
@@ -66,35 +61,11 @@ bool looks_like_text(const unsigned char *base, size_t bytes) {
 
 TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format, int vocab_size) {
   TokenFile f;
-  f.path_ = path;
-  int fd = -1;
-  try {
-    fd = files::open_regular(path);  // a FIFO would block open(2) for ever
-  } catch (const files::Error &e) {
-    fail(path, fmt::format("cannot open: {} (run {}, or pass --data DIR with "
-                           "train.bin and val.bin)",
-                           e.reason(), prepare_command()));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, fmt::format("cannot read its size: {}", std::strerror(err)));
-  }
-  const size_t bytes = static_cast<size_t>(st.st_size);
-  if (bytes > 0) {
-    void *map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      fail(path, fmt::format("cannot map: {}", std::strerror(err)));
-    }
-    f.map_ = map;
-    f.map_bytes_ = bytes;
-  }
-  ::close(fd);
-
-  const auto *base = static_cast<const unsigned char *>(f.map_);
+  f.file_ = files::MappedFile(
+      path, kKind,
+      fmt::format("run {}, or pass --data DIR with train.bin and val.bin", prepare_command()));
+  const size_t bytes = f.file_.bytes().size();
+  const unsigned char *base = f.file_.bytes().data();
   int32_t header[kHeaderInts] = {};
   const size_t header_bytes = sizeof(header);
   if (bytes >= sizeof(int32_t)) std::memcpy(header, base, std::min(bytes, header_bytes));
@@ -151,32 +122,6 @@ TokenFile TokenFile::open(const std::filesystem::path &path, TokenFormat format,
       fail(path, fmt::format("token {} at position {} is outside the model's vocabulary of {}",
                              f.tokens_[i], i, vocab_size));
   return f;
-}
-
-TokenFile::TokenFile(TokenFile &&other) noexcept {
-  *this = std::move(other);
-}
-
-TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
-  if (this != &other) {
-    unmap();
-    path_ = std::move(other.path_);
-    format_ = other.format_;
-    map_ = std::exchange(other.map_, nullptr);
-    map_bytes_ = std::exchange(other.map_bytes_, 0);
-    tokens_ = std::exchange(other.tokens_, nullptr);
-    count_ = std::exchange(other.count_, 0);
-  }
-  return *this;
-}
-
-TokenFile::~TokenFile() {
-  unmap();
-}
-
-void TokenFile::unmap() {
-  if (map_) ::munmap(map_, map_bytes_);
-  map_ = nullptr;
 }
 
 void write_token_file(const std::filesystem::path &path, std::span<const uint16_t> tokens,

@@ -11,6 +11,8 @@
 #include <span>
 #include <string>
 
+#include "files/mapped_file.hpp"
+
 namespace gpt2 {
 
 enum class TokenFormat { automatic, llmc, raw };
@@ -29,26 +31,20 @@ class TokenFile {
   /// Throws std::runtime_error naming the file and the problem.
   static TokenFile open(const std::filesystem::path &path, TokenFormat format, int vocab_size);
 
-  TokenFile(TokenFile &&other) noexcept;
-  TokenFile &operator=(TokenFile &&other) noexcept;
-  TokenFile(const TokenFile &) = delete;
-  TokenFile &operator=(const TokenFile &) = delete;
-  ~TokenFile();
+  TokenFile(TokenFile &&other) noexcept = default;
+  TokenFile &operator=(TokenFile &&other) noexcept = default;
 
   std::span<const uint16_t> tokens() const { return {tokens_, count_}; }
   size_t size() const { return count_; }
   TokenFormat format() const { return format_; }
-  const std::filesystem::path &path() const { return path_; }
+  const std::filesystem::path &path() const { return file_.path(); }
 
  private:
   TokenFile() = default;
-  void unmap();
 
-  std::filesystem::path path_;
+  files::MappedFile file_;
   TokenFormat format_ = TokenFormat::raw;
-  void *map_ = nullptr;
-  size_t map_bytes_ = 0;
-  const uint16_t *tokens_ = nullptr;
+  const uint16_t *tokens_ = nullptr;  // in file_'s bytes
   size_t count_ = 0;
 };
 

@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
-#include <csignal>
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -15,24 +12,10 @@
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
-#include "training/init_from.hpp"
-#include "training/job_metadata.hpp"
-#include "training/kokkos_device.hpp"
 #include "training/memory_check.hpp"
 
 namespace gpt2 {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Sums @p values over the ranks, in place.
-void sum_over_ranks(const World &world, std::vector<double> &values) {
-  training::sum_over_ranks(world.comm, world.size, values);
-}
 
 // One batch's token ids on the host and on the device.
 struct Batch {
@@ -89,7 +72,7 @@ void check_activation_memory(const TrainOptions &opt, const World &world) {
 
 }  // namespace
 
-struct Trainer::Impl {
+struct Trainer::Impl : training::TrainerHooks {
   Impl(const TrainOptions &opt, ModelState &state, const World &world)
       : opt_(opt),
         state_(state),
@@ -100,8 +83,7 @@ struct Trainer::Impl {
             TokenFile::open(opt.data_dir / "train.bin", opt.data_format, opt.config.vocab_size)),
         train_loader_(train_file_, opt.batch, opt.seq, world.rank, world.size),
         acts_(opt.config, opt.batch, opt.seq, activation_mode(opt), world.context),
-        batch_(opt.batch, opt.seq),
-        log_(world.rank == 0 ? opt.json_metrics : "") {
+        batch_(opt.batch, opt.seq) {
     if (opt.seq > opt.config.max_seq_len)
       throw std::invalid_argument(fmt::format("--seq {} exceeds the model's context of {} tokens",
                                               opt.seq, opt.config.max_seq_len));
@@ -113,27 +95,42 @@ struct Trainer::Impl {
     }
     if (!opt.tokenizer_dir.empty() && std::filesystem::exists(opt.tokenizer_dir / "encoder.json"))
       tokenizer_.emplace(BpeTokenizer::load_dir(opt.tokenizer_dir));
-    lr_ = opt.lr;
-    lr_.total_steps = opt.steps;
-    lr_.validate();
-    if (!opt.save_path.empty()) check_save_folder(opt.save_path);
-    if (!opt.resume_path.empty())
-      resume_.emplace(read_checkpoint_info(
-          opt.resume_path,
-          CheckpointOwner{"zrt-gpt2",
-                          "GPT-2",
-                          opt.config.to_json(),
-                          {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"}}));
-    // A requeued job's metrics continue its earlier runs' (rank 0 writes them).
-    if (resume_) log_.resumed_at(resume_->step);
-    init_ = training::open_init_from(opt.init_from, weights::ModelKind::gpt2, state.store());
+    loop_.emplace(opt,
+                  training::TrainerIdentity{
+                      "zrt-gpt2", "gpt2", opt.config.name,
+                      CheckpointOwner{"zrt-gpt2",
+                                      "GPT-2",
+                                      opt.config.to_json(),
+                                      {"n_layer", "n_head", "n_embd", "vocab_size", "n_positions"}},
+                      weights::ModelKind::gpt2},
+                  state, world);
   }
 
-  // Loads the checkpoint and moves the loader past the batches the saved run had read
-  // (the same batches when batch, sequence length and ranks are the same). Collective.
-  int64_t resume() {
-    const CheckpointInfo &r = *resume_;
-    state_.load(r.path.string());
+  TrainResult run() {
+    const training::RunSummary s = loop_->run(*this);
+    TrainResult result;
+    result.losses = s.losses;
+    result.evals = std::move(evals_);
+    result.steps_done = s.steps_done;
+    result.stopped = s.stopped;
+    result.stop_signal = s.stop_signal;
+    result.last_sample = std::move(last_sample_);
+    result.plots = s.plots;
+    result.memory = s.memory;
+    result.stage0_bytes = s.stage0_bytes;
+    result.first_step = s.first_step;
+    result.checkpoint = s.checkpoint;
+    // A --dump-logits run trained nothing and reports no memory.
+    if (opt_.dump_logits.empty()) {
+      result.activation_bytes = acts_.bytes();
+      result.offloaded_activation_bytes = acts_.offloaded().peak_offloaded;
+    }
+    return result;
+  }
+
+  // Moves the loader past the batches the saved run had read (the same batches when batch,
+  // sequence length and ranks are the same).
+  std::string resumed(const CheckpointInfo &r) override {
     const nlohmann::json &m = r.metadata;
     const int64_t saved_batch_tokens = m.value("batch", int64_t{opt_.batch}) *
                                        m.value("seq", int64_t{opt_.seq}) *
@@ -141,197 +138,96 @@ struct Trainer::Impl {
     const int64_t batch_tokens = int64_t{opt_.batch} * opt_.seq * world_.size;
     micro_batches_ = r.micro_batches * saved_batch_tokens / batch_tokens;
     train_loader_.skip(micro_batches_);
-    if (lead_) {
-      fmt::print("resumed from {} at step {}\n", r.path.string(), r.step);
-      if (saved_batch_tokens != batch_tokens || m.value("steps", opt_.steps) != opt_.steps)
-        fmt::print(
-            "note: it was saved by a run of batch {} x {} tokens on {} rank(s) planning {} "
-            "steps; this one continues at the same token of the data, with its own schedule\n",
-            m.value("batch", 0), m.value("seq", 0), m.value("ranks", 0), m.value("steps", 0));
-    }
-    return r.step;
+    if (saved_batch_tokens == batch_tokens && m.value("steps", opt_.steps) == opt_.steps) return "";
+    return fmt::format(
+        "note: it was saved by a run of batch {} x {} tokens on {} rank(s) planning {} "
+        "steps; this one continues at the same token of the data, with its own schedule",
+        m.value("batch", 0), m.value("seq", 0), m.value("ranks", 0), m.value("steps", 0));
   }
 
-  // Writes a checkpoint after @p step. Collective.
-  std::filesystem::path save(int64_t step, bool background = false) {
-    nlohmann::json meta = {{"program", "zrt-gpt2"},
-                           {"model", opt_.config.to_json()},
-                           {"step", step},
-                           {"micro_batches", micro_batches_},
-                           {"batch", opt_.batch},
-                           {"seq", opt_.seq},
-                           {"ranks", world_.size},
-                           {"accumulation_steps", opt_.optimizer.accumulation_steps},
-                           {"steps", opt_.steps},
-                           {"seed", opt_.seed},
-                           {"data", opt_.data_dir.string()}};
-    meta.update(training::job_metadata());
-    const auto t0 = Clock::now();
-    state_.save(opt_.save_path.string(), meta.dump(), background);
-    const std::filesystem::path path = checkpoint_path(opt_.save_path, step);
-    if (lead_)
-      fmt::print("checkpoint: {} (step {}, {:.1f} s{})\n", path.string(), step, seconds_since(t0),
-                 background ? ", writing in the background" : "");
-    std::fflush(stdout);
-    return path;
+  nlohmann::json checkpoint_metadata(int64_t step) override {
+    return {{"program", "zrt-gpt2"},
+            {"model", opt_.config.to_json()},
+            {"step", step},
+            {"micro_batches", micro_batches_},
+            {"batch", opt_.batch},
+            {"seq", opt_.seq},
+            {"ranks", world_.size},
+            {"accumulation_steps", opt_.optimizer.accumulation_steps},
+            {"steps", opt_.steps},
+            {"seed", opt_.seed},
+            {"data", opt_.data_dir.string()}};
   }
 
-  TrainResult run() {
-    header();
-    int64_t step = 0;
-    if (resume_)
-      step = resume();
-    else if (init_)
-      training::load_init_from(*init_, opt_.init_from, state_.store(), lead_);
-    else
-      model_.init_parameters(opt_.seed);
-    TrainResult result;
-    result.first_step = step;
-    if (!opt_.dump_logits.empty()) {
-      dump_logits();
-      return result;
-    }
-    install_stop_signals();
+  void init_parameters() override { model_.init_parameters(opt_.seed); }
+
+  double tokens_per_step() const override {
     const int accum = std::max(1, opt_.optimizer.accumulation_steps);
-    const double tokens_per_step =
-        double(opt_.batch) * opt_.seq * accum * world_.size;  // over all ranks
-    double time_sum = 0;
-    DivergenceWatch divergence(opt_.max_skipped_steps);
-    while (step < opt_.steps) {
-      const auto t0 = Clock::now();
-      double loss = 0;
-      const std::optional<double> lr = lr_.rate(step);  // none: the engine's scheduler's
-      StepReport report;
-      training::CommFigures comm;
-      for (int k = 0; k < accum; ++k) {
-        train_loader_.next(batch_.inputs, batch_.targets);
-        ++micro_batches_;
-        batch_.to_device();
-        loss +=
-            model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq) / accum;
-        // The gradient of the loss itself (times the fp16 loss scale): the model states sum
-        // the micro-steps and divide by their number and by the ranks.
-        model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
-                        static_cast<float>(state_.loss_scale()));
-        report = state_.step(lr);
-        comm += report.comm;
-      }
-      ++step;
-      // One small all-reduce: the mean loss, and whether any rank was asked to stop.
-      std::vector<double> shared = {loss, double(stop_signal())};
-      sum_over_ranks(world_, shared);
-      loss = shared[0] / world_.size;
-      const double dt = seconds_since(t0);
-      const int64_t done = step - result.first_step;    // in this run
-      if (done > 1 || opt_.steps == 1) time_sum += dt;  // the first step warms caches up
-
-      StepMetrics m;
-      m.step = step;
-      m.loss = loss;
-      m.lr = report.lr;  // the rate the update ran at, whoever set it
-      m.grad_norm = report.grad_norm;
-      m.seconds = dt;
-      m.tokens_per_s = tokens_per_step / dt;
-      m.mem_model_states = state_.memory().total();
-      m.mem_activations = acts_.bytes();
-      m.mem_activations_sampling = sample_bytes_;
-      m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
-      m.mem_rss = resident_bytes();
-      // A CUDA build: what the GPU holds, as the driver counts it (zrt-plan's check compares).
-      if (const int64_t used = training::device_used_bytes(); used >= 0)
-        m.extra["mem_device_used"] = used;
-      m.mem_peak_rss = peak_resident_bytes();
-      m.comm = comm;
-      log_.step(m);
-      result.losses.push_back(loss);
-      // After the first step its own time is the only estimate there is.
-      const double per_step = done > 1 ? time_sum / double(done - 1) : dt;
-      const double eta = per_step * double(opt_.steps - step);
-      if (lead_ && (step % opt_.log_every == 0 || step == opt_.steps || done == 1))
-        fmt::print("{}{}\n", progress_line(m, opt_.steps, eta),
-                   report.applied ? "" : " | update skipped (non-finite gradient)");
-      std::fflush(stdout);
-      divergence.after_step(report, step, loss);
-
-      if (shared[1] > 0) {
-        // Every rank leaves here together, after the same step.
-        result.stopped = true;
-        result.stop_signal = stop_signal();
-        if (lead_)
-          fmt::print("stopping after step {}: {}\n", step,
-                     stop_signal() == SIGUSR1   ? "SIGUSR1 received"
-                     : stop_signal() == SIGTERM ? "SIGTERM received"
-                                                : "another rank received a stop signal");
-        break;
-      }
-      if (!opt_.save_path.empty() && opt_.save_every > 0 && step % opt_.save_every == 0 &&
-          step < opt_.steps)
-        result.checkpoint = save(step, opt_.save_async);
-      if (opt_.eval_every > 0 && step % opt_.eval_every == 0 && step < opt_.steps)
-        result.evals.push_back(evaluate(step));
-      if (opt_.sample_every > 0 && step % opt_.sample_every == 0 && step < opt_.steps)
-        result.last_sample = generate(step);
-    }
-    result.steps_done = step;
-    if (!opt_.save_path.empty()) result.checkpoint = save(step);
-    if (!result.stopped) {  // when preempted, time is short: save and go
-      result.evals.push_back(evaluate(step));
-      if (opt_.sample_every >= 0) result.last_sample = generate(step);
-    }
-    result.memory = state_.memory();
-    result.stage0_bytes = state_.stage0_bytes();
-    result.activation_bytes = acts_.bytes();
-    result.offloaded_activation_bytes = acts_.offloaded().peak_offloaded;
-    if (lead_)
-      fmt::print(
-          "memory per rank: model states {}, activations {}{}{}, peak resident {}\n",
-          training::state_memory_summary(result.memory, result.stage0_bytes),
-          format_bytes(acts_.bytes()), offload_note(),
-          sample_bytes_ > 0 ? fmt::format(" + {} for sampling", format_bytes(sample_bytes_)) : "",
-          format_bytes(peak_resident_bytes()));
-    if (opt_.plot && world_.rank == 0) {
-      try {
-        result.plots = write_plots(
-            opt_.plot_dir, "gpt2",
-            fmt::format("zrt-gpt2 {} on {}", opt_.config.name, opt_.data_dir.filename().string()),
-            log_.steps(), log_.evals());
-        if (lead_)
-          fmt::print("plots: {} and {}\n", result.plots.loss_png.string(),
-                     result.plots.memory_png.string());
-      } catch (const std::exception &e) {
-        fmt::print(stderr, "zrt-gpt2: {}\n", e.what());  // the run itself succeeded
-      }
-    }
-    // null, not 0.0, for what this run never measured.
-    log_.end({{"steps", step},
-              {"reason", result.stopped ? "signal" : "done"},
-              {"final_loss", result.losses.empty() ? nlohmann::json(nullptr)
-                                                   : nlohmann::json(result.losses.back())},
-              {"val_loss", result.evals.empty() ? nlohmann::json(nullptr)
-                                                : nlohmann::json(result.evals.back().val_loss)}});
-    return result;
+    return double(opt_.batch) * opt_.seq * accum * world_.size;
   }
 
-  void header() {
+  training::StepOutcome train_step(int64_t /*step*/, std::optional<double> lr) override {
+    const int accum = std::max(1, opt_.optimizer.accumulation_steps);
+    double loss = 0;
+    training::StepOutcome out;
+    training::CommFigures comm;
+    for (int k = 0; k < accum; ++k) {
+      train_loader_.next(batch_.inputs, batch_.targets);
+      ++micro_batches_;
+      batch_.to_device();
+      loss +=
+          model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq) / accum;
+      // The gradient of the loss itself (times the fp16 loss scale): the model states sum
+      // the micro-steps and divide by their number and by the ranks.
+      model_.backward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq,
+                      static_cast<float>(state_.loss_scale()));
+      out.report = state_.step(lr);
+      comm += out.report.comm;
+    }
+    out.report.comm = comm;  // the whole step's
+    // One small all-reduce: the mean loss, and whether any rank was asked to stop.
+    std::vector<double> shared = {loss};
+    out.stop_requested = training::sum_with_stop_flag(world_, shared);
+    out.loss = shared[0] / world_.size;
+    return out;
+  }
+
+  int64_t activation_bytes() const override { return acts_.bytes(); }
+
+  void add_memory_metrics(StepMetrics &m) override {
+    m.mem_activations_sampling = sample_bytes_;
+    m.mem_activations_offloaded = acts_.offloaded().peak_offloaded;
+  }
+
+  std::string activations_note() const override {
+    return offload_note() + (sample_bytes_ > 0
+                                 ? fmt::format(" + {} for sampling", format_bytes(sample_bytes_))
+                                 : "");
+  }
+
+  void after_step(int64_t step, bool last) override {
+    if (last ? opt_.sample_every >= 0 : opt_.sample_every > 0 && step % opt_.sample_every == 0)
+      last_sample_ = generate(step);
+  }
+
+  nlohmann::json run_record() override {
+    return {{"model", opt_.config.to_json()},
+            {"data", opt_.data_dir.string()},
+            {"train_tokens", train_file_.size()},
+            {"val_tokens", val_file_ ? val_file_->size() : 0},
+            {"ranks", world_.size},
+            {"batch", opt_.batch},
+            {"seq", opt_.seq},
+            {"accumulation_steps", opt_.optimizer.accumulation_steps},
+            {"steps", opt_.steps},
+            {"lr", opt_.lr.max_lr},
+            {"recompute", opt_.recompute},
+            {"offload_activations", opt_.offload_activations}};
+  }
+
+  void print_header() override {
     const Gpt2Config &c = opt_.config;
-    nlohmann::json info = {{"model", c.to_json()},
-                           {"data", opt_.data_dir.string()},
-                           {"train_tokens", train_file_.size()},
-                           {"val_tokens", val_file_ ? val_file_->size() : 0},
-                           {"ranks", world_.size},
-                           {"batch", opt_.batch},
-                           {"seq", opt_.seq},
-                           {"accumulation_steps", opt_.optimizer.accumulation_steps},
-                           {"steps", opt_.steps},
-                           {"lr", opt_.lr.max_lr},
-                           {"recompute", opt_.recompute},
-                           {"offload_activations", opt_.offload_activations},
-                           {"model_states", state_.describe()},
-                           {"mem_model_states", state_.memory().total()},
-                           {"mem_model_states_stage0", state_.stage0_bytes()}};
-    info.update(training::job_metadata());
-    log_.run(info);
-    if (!lead_) return;
+    const LrSchedule &lr = loop_->lr();
     fmt::print(
         "model {}: {} layers, {} heads, {} channels, vocab {}, context {}: {:.2f}M "
         "parameters\n",
@@ -347,20 +243,14 @@ struct Trainer::Impl {
         "{}; {}\n",
         opt_.batch, opt_.seq, opt_.optimizer.accumulation_steps, world_.size,
         int64_t{opt_.batch} * opt_.seq * opt_.optimizer.accumulation_steps * world_.size,
-        lr_.engine.empty() ? fmt::format("{:.1e} (warmup {}, cosine to {:.1e})", lr_.max_lr,
-                                         lr_.warmup_steps, lr_.min_lr)
-                           : lr_.engine,
+        lr.engine.empty() ? fmt::format("{:.1e} (warmup {}, cosine to {:.1e})", lr.max_lr,
+                                        lr.warmup_steps, lr.min_lr)
+                          : lr.engine,
         opt_.recompute              ? "activations recomputed in backward"
         : !opt_.offload_activations ? "activations kept"
         : c.num_layers > 2
             ? fmt::format("activations of blocks 0-{} offloaded to host memory", c.num_layers - 3)
             : std::string("activations kept (offload moves none: the last two blocks stay)"));
-    fmt::print("model states: {}\n", state_.describe());
-    const StateMemory mem = state_.memory();
-    fmt::print("model states per rank: {}\n",
-               training::state_memory_breakdown(mem, state_.stage0_bytes(),
-                                                training::optimizer_label(opt_.optimizer.kind)));
-    std::fflush(stdout);
   }
 
   // " (+ 12 MiB offloaded to host memory, 0.1 s waited for copies)", or nothing.
@@ -375,7 +265,7 @@ struct Trainer::Impl {
   // comparing the model elsewhere (the ONNX export in ONNX Runtime). PATH gets the logits,
   // float32 [batch, seq, vocab] little-endian; PATH.json the shape and the token ids.
   // Collective (the forward pass gathers parameters at stage 3); rank 0 writes.
-  void dump_logits() {
+  void dump_logits() override {
     if (!val_loader_)
       throw std::invalid_argument("--dump-logits: no validation data to take a batch from");
     val_loader_->reset();
@@ -406,9 +296,14 @@ struct Trainer::Impl {
                opt_.batch, opt_.seq, V, path, path);
   }
 
-  EvalMetrics evaluate(int64_t step) {
+  // The mean loss of eval_batches batches from the start of val.bin; NaN without them (the
+  // record says so all the same).
+  std::optional<double> evaluate(int64_t step) override {
     EvalMetrics e{step, std::nan("")};
-    if (!val_loader_) return e;
+    if (!val_loader_) {
+      evals_.push_back(e);
+      return e.val_loss;
+    }
     val_loader_->reset();
     std::vector<double> sum = {0};
     for (int i = 0; i < opt_.eval_batches; ++i) {
@@ -416,11 +311,12 @@ struct Trainer::Impl {
       batch_.to_device();
       sum[0] += model_.forward(acts_, batch_.d_inputs, batch_.d_targets, opt_.batch, opt_.seq);
     }
-    sum_over_ranks(world_, sum);
+    training::sum_over_ranks(world_.comm, world_.size, sum);
     e.val_loss = sum[0] / (double(opt_.eval_batches) * world_.size);
-    log_.eval(e);
+    loop_->log().eval(e);
     if (lead_) fmt::print("step {}: val loss {:.4f}\n", step, e.val_loss);
-    return e;
+    evals_.push_back(e);
+    return e.val_loss;
   }
 
   std::string generate(int64_t step) {
@@ -437,7 +333,7 @@ struct Trainer::Impl {
     std::string text = tokenizer_
                            ? tokenizer_->decode(ids)
                            : fmt::format("(token ids; no tokenizer) {}", fmt::join(ids, " "));
-    log_.sample(step, text);
+    loop_->log().sample(step, text);
     if (lead_) fmt::print("step {}: sample ---\n{}\n---\n", step, text);
     return text;
   }
@@ -456,10 +352,9 @@ struct Trainer::Impl {
   std::unique_ptr<Activations<float>> sample_acts_;
   int64_t sample_bytes_ = 0;
   Batch batch_;
-  MetricsLog log_;
-  LrSchedule lr_;
-  std::optional<CheckpointInfo> resume_;
-  std::optional<weights::WeightsInit> init_;
+  std::optional<training::TrainingLoop> loop_;
+  std::vector<EvalMetrics> evals_;
+  std::string last_sample_;
   int64_t micro_batches_ = 0;  // batches this rank's loader has read, over all runs
 };
 

@@ -1,6 +1,6 @@
-// The training loop: data, forward, backward, optimizer step through a ModelState, the
-// learning-rate schedule, evaluation, samples, progress, metrics and plots, and a clean
-// stop on SIGUSR1/SIGTERM.
+// zrt-gpt2's trainer: GPT-2's data, forward and backward, evaluation and text samples, run
+// by the trainers' loop (training/training_loop.hpp: the schedule, steps through a
+// ModelState, progress, metrics, plots, checkpoints, a clean stop on SIGUSR1/SIGTERM).
 #pragma once
 
 #include <zerort/zerort.h>
@@ -16,53 +16,29 @@
 #include "model/config.hpp"
 #include "train/sampler.hpp"
 #include "train/training_types.hpp"
+#include "training/training_loop.hpp"
+#include "training/world.hpp"
 
 namespace gpt2 {
 
-/// This process's place in the job; comm is null for a lone process. context is the
-/// zerort context whose pinned host memory takes offloaded activations (needed only with
-/// TrainOptions::offload_activations).
-struct World {
-  int rank = 0, size = 1;
-  zrt_comm_h comm = nullptr;
-  zrt_context_h context = nullptr;
-};
+/// This process's place in the job (training/world.hpp).
+using World = training::World;
 
-struct TrainOptions {
+/// What a run of zrt-gpt2 does: the loop's options (training/training_loop.hpp: steps,
+/// schedule, optimizer, evaluation, metrics, checkpoints) and GPT-2's own.
+struct TrainOptions : training::RunOptions {
   Gpt2Config config;
-  std::filesystem::path data_dir;  // train.bin (and val.bin for evaluation)
-  TokenFormat data_format = TokenFormat::automatic;
-  std::filesystem::path tokenizer_dir;  // to print samples as text; empty: token ids
-  int batch = 4;                        // sequences per micro-step and rank
-  int seq = 64;                         // tokens per sequence
-  int64_t steps = 100;                  // optimizer steps
-  LrSchedule lr;                        // total_steps is taken from steps
-  OptimizerConfig optimizer;
+  TokenFormat data_format = TokenFormat::automatic;  // of data_dir's train.bin and val.bin
+  std::filesystem::path tokenizer_dir;               // to print samples as text; empty: token ids
+  int batch = 4;                                     // sequences per micro-step and rank
+  int seq = 64;                                      // tokens per sequence
   bool recompute = false;
   // Blocks' activations to host memory between forward and backward (model/block_offload.hpp);
   // not with recompute, which keeps none of them.
   bool offload_activations = false;
-  uint64_t seed = 1337;
-  int64_t eval_every = 50;  // and at the end; 0 = only at the end
   int eval_batches = 8;
   int64_t sample_every = 0;  // 0 = only at the end; < 0 = never
   SampleOptions sample;
-  std::filesystem::path json_metrics;
-  bool plot = false;
-  std::filesystem::path plot_dir = ".";
-  int64_t log_every = 1;
-  // Consecutive updates skipped for a non-finite gradient (the engine's check, agreed
-  // across ranks) after which the run stops as diverged (TrainingDiverged); 0: never.
-  int64_t max_skipped_steps = 10;
-  bool quiet = false;  // no progress lines (tests)
-  // Checkpoints (zerort's HDF5, train/checkpoint_info.hpp): written at the end, every
-  // save_every steps, and when a stop signal arrives; "{step}" in the path becomes the step.
-  std::filesystem::path save_path;
-  int64_t save_every = 0;             // 0: only at the end (or on a signal)
-  bool save_async = false;            // --save-every saves write in the background
-  std::filesystem::path resume_path;  // continue from this checkpoint
-  std::filesystem::path init_from;    // weights only, fresh optimizer state (--init-from)
-  std::filesystem::path dump_logits;  // write one batch's logits and stop (--dump-logits)
 };
 
 struct TrainResult {
