@@ -130,7 +130,7 @@ typedef enum zrt_engine_memory {
 
 /**
  * @brief Parameters of zrt_engine_create. Unset fields take the default shown, or the
- * configuration file's / environment's value (keys in README.md; DeepSpeed's names such
+ * configuration file's / environment's value (keys in docs/configuration.md; DeepSpeed's names such
  * as zero_optimization.stage are accepted in the JSON file).
  */
 typedef struct zrt_engine_params {
