@@ -54,7 +54,7 @@ endif()
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 
 # Precompiled headers. fmt, nlohmann-json, CLI11, GoogleTest and Kokkos are header-heavy:
-# parsing alone took 9.7 s of apps/bench/bench_pool.cpp's 26.7 s on a 2-core machine, and
+# parsing alone took 9.7 s of apps/tools/bench/bench_pool.cpp's 26.7 s on a 2-core machine, and
 # was paid again by every file. A target given here parses them once. Only for targets of several C++ files
 # (the header is compiled once per target); C, Fortran and CUDA files are left alone.
 option(ZRT_PRECOMPILE_HEADERS "precompile the large third-party headers per target" ON)

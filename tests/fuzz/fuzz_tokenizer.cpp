@@ -1,4 +1,4 @@
-// Fuzz target: GPT-2's byte-level BPE tokenizer (apps/gpt2/tokenizer). Any bytes, valid
+// Fuzz target: GPT-2's byte-level BPE tokenizer (apps/models/gpt2/tokenizer). Any bytes, valid
 // UTF-8 or not, must encode to ids inside the vocabulary that decode back to the same
 // bytes; anything else aborts (the failure libFuzzer and the seeded driver report).
 // The tokenizer's files come from ZRT_FUZZ_TOKENIZER_DIR (apps/data/prepare makes them).

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "apps/bench/alpha_beta.hpp"
+#include "apps/tools/bench/alpha_beta.hpp"
 
 TEST(AlphaBeta, RecoversLatencyAndInverseBandwidth) {
   std::vector<Sample> s;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "text/vocabulary.hpp"
+#include "tokenizer/vocabulary.hpp"
 
 namespace bert::test {
 

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "bert_test_support.hpp"
-#include "text/example_file.hpp"
-#include "text/pretraining_examples.hpp"
-#include "text/wordpiece.hpp"
+#include "data/example_file.hpp"
+#include "data/pretraining_examples.hpp"
+#include "tokenizer/wordpiece.hpp"
 
 namespace bert::test {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "bert_test_support.hpp"
-#include "text/example_file.hpp"
-#include "text/pretraining_examples.hpp"
-#include "text/sample_rng.hpp"
+#include "data/example_file.hpp"
+#include "data/pretraining_examples.hpp"
+#include "data/sample_rng.hpp"
 
 namespace bert::test {
 namespace {

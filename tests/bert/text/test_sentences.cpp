@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "text/sentence_splitter.hpp"
+#include "data/sentence_splitter.hpp"
 
 namespace bert {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bert_test_support.hpp"
-#include "text/wordpiece.hpp"
+#include "tokenizer/wordpiece.hpp"
 
 namespace bert::test {
 namespace {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "bert_test_support.hpp"
-#include "text/unicode_properties.hpp"
-#include "text/utf8.hpp"
-#include "text/wordpiece.hpp"
+#include "tokenizer/unicode_properties.hpp"
+#include "tokenizer/utf8.hpp"
+#include "tokenizer/wordpiece.hpp"
 
 namespace bert::test {
 namespace {
