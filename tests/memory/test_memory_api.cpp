@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "support/mpi_fixture.hpp"
 #include "sizes.hpp"
+#include "support/mpi_fixture.hpp"
 
 namespace {
 

@@ -22,8 +22,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "support/mpi_fixture.hpp"
 #include "not_regular_files.hpp"
+#include "support/mpi_fixture.hpp"
 #include "support/values.hpp"
 
 namespace {

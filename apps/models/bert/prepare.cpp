@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "files/regular_file.hpp"
 #include "data/example_file.hpp"
 #include "data/sentence_splitter.hpp"
+#include "files/regular_file.hpp"
 #include "tokenizer/wordpiece.hpp"
 
 namespace {

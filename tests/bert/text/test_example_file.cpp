@@ -10,8 +10,8 @@
 
 #include "../../not_regular_files.hpp"
 #include "bert_test_support.hpp"
-#include "data/token_file.hpp"
 #include "data/example_file.hpp"
+#include "data/token_file.hpp"
 
 namespace bert::test {
 namespace {

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <optional>
 
-#include "model/bert_model.hpp"
 #include "data/example_file.hpp"
 #include "data/pretraining_examples.hpp"
+#include "model/bert_model.hpp"
 #include "tokenizer/vocabulary.hpp"
 #include "training/checkpoint_info.hpp"
 #include "training/memory_check.hpp"
