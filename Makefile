@@ -37,10 +37,10 @@ run: build
 
 # The trainers compiled for CUDA (Kokkos' CUDA backend, sm_90) wherever nvcc is; the
 # cuda_trainers test runs them.
-gpu-trainers: deps
+gpu-trainers: build
 	./scripts/build-gpu-trainers
 
-gpu: deps
+gpu: build
 	./scripts/build-gpu-trainers --all
 
 test: build gpu-trainers
