@@ -1,7 +1,7 @@
 # The user's entry points; the build itself is CMake (CMakePresets.json).
 #   make run    install what is missing, configure, build, run the main job
-#   make test   install, build (and, where nvcc is, the trainers' CUDA build), run every
-#               ctest suite but the benchmarks
+#   make test   install, build, run every ctest suite but the benchmarks (and, where nvcc
+#               is, build the trainers for CUDA beside them, at low priority)
 #   make gpu    the CUDA build of the trainers and benchmarks (preset gpu-kokkos)
 #   make bench  build and run the benchmarks
 #   make tsan   ThreadSanitizer: unit tests, progress thread and watchdog
@@ -43,8 +43,15 @@ gpu-trainers: build
 gpu: build
 	./scripts/build-gpu-trainers --all
 
-test: build gpu-trainers
-	ctest --preset default
+# The trainers' CUDA build runs beside the tests, at the lowest priority: it takes the time
+# the tests leave (their waits for timeouts, Slurm and MPI starts), not the tests' own. The
+# test of the CUDA trainers runs once both are done. A failed build fails `make test`.
+test: build
+	@nice -n 19 ./scripts/build-gpu-trainers > $(BUILD)/gpu-trainers.log 2>&1 & gpu=$$!; \
+	ctest --preset default -E '^cuda_trainers$$'; rc=$$?; \
+	if ! wait $$gpu; then cat $(BUILD)/gpu-trainers.log; echo "make test: the trainers' CUDA build failed"; exit 1; fi; \
+	tail -n 1 $(BUILD)/gpu-trainers.log; \
+	ctest --preset default -R '^cuda_trainers$$' && exit $$rc
 
 bench: build
 	./scripts/run-bench $(BUILD)
