@@ -63,5 +63,15 @@ check "the reason says so" "stop it failed the same way twice (status 3, and no 
 check "a preemption, then the signal before a new checkpoint: once more" requeue \
   "$(decide 75 none 'restart 0 status 75 progress progress checkpoint step 4' 1)"
 
+# Continuing after a lost node: the checkpoint's metadata, and the batch options the
+# continuation replaces.
+meta='{"accumulation_steps":1,"batch":2,"model":{"n_embd":64,"name":"d1"},"ranks":4,"seq":32}'
+check "the checkpoint's numbers" "2 4 1 32 d1" \
+  "$(echo "$(zrt_job_meta batch "$meta") $(zrt_job_meta ranks "$meta") $(zrt_job_meta accumulation_steps "$meta") $(zrt_job_meta seq "$meta") $(zrt_job_meta name "$meta")")"
+ZRT_JOB_PASS=(--seq 32 --batch 2 --global-batch=16 --grad-accum 2 --lr 1e-3)
+zrt_job_pass_without_batch
+check "the batch options left out, the rest kept" "--seq 32 --lr 1e-3" "${ZRT_JOB_PASS_KEPT[*]}"
+check "a pass-through option's value" "16" "$(zrt_job_pass_value --global-batch)"
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
