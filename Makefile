@@ -44,10 +44,13 @@ gpu: build
 	./scripts/build-gpu-trainers --all
 
 # The trainers' CUDA build runs beside the tests, at the lowest priority: it takes the time
-# the tests leave (their waits for timeouts, Slurm and MPI starts), not the tests' own. The
+# the tests leave (their waits for timeouts, Slurm and MPI starts), not the tests' own. With
+# the kernel's autogroups (one per session), nice alone ranks processes only within their
+# session: the build gets a session of its own and that session's group gets nice 19. The
 # test of the CUDA trainers runs once both are done. A failed build fails `make test`.
 test: build
-	@nice -n 19 ./scripts/build-gpu-trainers > $(BUILD)/gpu-trainers.log 2>&1 & gpu=$$!; \
+	@setsid --wait sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 ./scripts/build-gpu-trainers' \
+	  > $(BUILD)/gpu-trainers.log 2>&1 & gpu=$$!; \
 	ctest --preset default -E '^cuda_trainers$$'; rc=$$?; \
 	if ! wait $$gpu; then cat $(BUILD)/gpu-trainers.log; echo "make test: the trainers' CUDA build failed"; exit 1; fi; \
 	tail -n 1 $(BUILD)/gpu-trainers.log; \
