@@ -89,4 +89,13 @@ ZRT_API const char *zrt_last_error_message(void) {
   return zrt::last_error();
 }
 
+ZRT_API zrt_status_t zrt_last_error_set(const char *message) {
+  if (message == nullptr) {
+    zrt::set_last_error("zrt_last_error_set: message is NULL");
+    return ZRT_ERR_INVALID_ARGUMENT;
+  }
+  zrt::set_last_error(message);
+  return ZRT_SUCCESS;
+}
+
 }  // extern "C"

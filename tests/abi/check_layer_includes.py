@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The layer rule, checked over every #include of the library and the programs.
 
-The layers, bottom to top: runtime, memory, comm, optim, api (HACKING.md, "Layers and
-files"). Each owns its public headers in <layer>/include/zerort/ and its internal headers in
+The layers, bottom to top: runtime, memory, comm, optim, nn, api (HACKING.md, "Layers and
+files"). nn (libzerort_nn: the layers and the configured models) is built on the public API
+of the layers below it; its public headers include the folder zerort/nn/. Each owns its public headers in <layer>/include/zerort/ and its internal headers in
 <layer>/. A file of a layer may include the public and internal headers of its own layer
 and of the layers below it, never one of a layer above. The programs (apps/) and the
 examples include public headers only. An internal header may not share its stem with a
@@ -18,7 +19,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["runtime", "memory", "comm", "optim", "api"]
+LAYERS = ["runtime", "memory", "comm", "optim", "nn", "api"]
 SOURCES = {".c", ".h", ".cpp", ".hpp", ".cu", ".cuh", ".in"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
@@ -28,7 +29,7 @@ def public_owners(src):
     owners = {}
     for layer in LAYERS:
         for header in (src / layer / "include" / "zerort").glob("*"):
-            name = header.name.removesuffix(".in")
+            name = header.name.removesuffix(".in") + ("/" if header.is_dir() else "")
             if name in owners:
                 sys.exit(f"zerort/{name} is public in both {owners[name]}/ and {layer}/")
             owners[name] = layer
@@ -39,6 +40,8 @@ def owner_of(include, owners):
     """The layer an include names, 'public' for zerort/ headers, or None for others."""
     if include.startswith("zerort/"):
         name = include.removeprefix("zerort/")
+        if "/" in name:  # a header of a public folder (zerort/nn/matmul.hpp)
+            name = name.split("/", 1)[0] + "/"
         return owners.get(name, "unknown public header"), True
     top = include.split("/", 1)[0]
     if top in LAYERS and "/" in include:
@@ -93,7 +96,7 @@ def main():
         problems += check_file(path, layer, owners, rel)
 
     # Internal headers named apart from the public ones.
-    stems = {name.split(".")[0] for name in owners}
+    stems = {name.split(".")[0] for name in owners if not name.endswith("/")}
     for layer in LAYERS:
         for path in sorted((src / layer).rglob("*.hpp")):
             if "include" in path.relative_to(src / layer).parts:

@@ -17,14 +17,14 @@
 #include "device_buffer.hpp"
 #include "host_grad.hpp"
 #include "model/bert_model.hpp"
-#include "nn/local_parameter_store.hpp"
+#include <zerort/nn/local_parameter_store.hpp>
 
 namespace bert::test {
 namespace {
 
-using nn::LocalParameterStore;
-using nn::Unmanaged;
-using nn::test::host_grad;
+using zrt::nn::LocalParameterStore;
+using zrt::nn::Unmanaged;
+using zrt::nn::test::host_grad;
 
 // A model small enough for finite differences over every tensor.
 BertConfig tiny() {

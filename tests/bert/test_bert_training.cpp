@@ -18,7 +18,7 @@
 #include "model/bert_layout.hpp"
 #include "mpi_context.hpp"
 #include "train/bert_trainer.hpp"
-#include "training/engine_model_state.hpp"
+#include "training/model_state.hpp"
 #include "training/signals.hpp"
 #include "training_fixture.hpp"
 

@@ -7,8 +7,13 @@
 set -euo pipefail
 src=$1
 gen=$src/api/fortran/gen_fortran.py
-# Every layer's public headers (runtime, memory, comm, optim, api).
+# Every layer's public headers (runtime, memory, comm, optim, api), and libzerort_nn's
+# model.h, which the module binds where that library is built.
 headers=("$src"/{runtime,memory,comm,optim,api}/include/zerort/*.h)
+if [ -f "$src/nn/include/zerort/model.h" ]; then
+  python3 "$gen" --check --template "$src/api/fortran/zerort.F90.in" "${headers[@]}"
+  headers+=("$src/nn/include/zerort/model.h")
+fi
 python3 "$gen" --check --template "$src/api/fortran/zerort.F90.in" "${headers[@]}"
 
 tmp=$(mktemp -d)

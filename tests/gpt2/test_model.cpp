@@ -18,12 +18,12 @@
 #include "gradient_check.hpp"
 #include "host_grad.hpp"
 #include "model/gpt2_model.hpp"
-#include "nn/local_parameter_store.hpp"
+#include <zerort/nn/local_parameter_store.hpp>
 
 namespace gpt2::test {
 namespace {
-using namespace nn::test;  // DeviceBuffer, the gradient checks
-using nn::LocalParameterStore;
+using namespace zrt::nn::test;  // DeviceBuffer, the gradient checks
+using zrt::nn::LocalParameterStore;
 
 std::vector<int> random_tokens(size_t n, int vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "nn/tensor.hpp"
+#include <zerort/nn/tensor.hpp>
 
-namespace nn::test {
+namespace zrt::nn::test {
 
 template <class T>
 struct DeviceBuffer {
@@ -50,4 +50,4 @@ inline Kokkos::View<int *, MemSpace> device_tokens(const std::vector<int> &ids) 
   return v;
 }
 
-}  // namespace nn::test
+}  // namespace zrt::nn::test

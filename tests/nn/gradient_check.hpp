@@ -10,7 +10,7 @@
 
 #include "device_buffer.hpp"
 
-namespace nn::test {
+namespace zrt::nn::test {
 
 /// |analytic - numeric| / max(|analytic|, |numeric|, 1): relative where the gradient is
 /// large, absolute where it is small (where differences of the loss are all noise).
@@ -52,4 +52,4 @@ inline double dot(const std::vector<double> &r, const std::vector<double> &y) {
   return s;
 }
 
-}  // namespace nn::test
+}  // namespace zrt::nn::test

@@ -4,9 +4,9 @@
 #include <utility>
 #include <vector>
 
-#include "nn/local_parameter_store.hpp"
+#include <zerort/nn/local_parameter_store.hpp>
 
-namespace nn::test {
+namespace zrt::nn::test {
 
 template <class T>
 std::vector<T> host_grad(LocalParameterStore<T> &store, int id) {
@@ -18,4 +18,4 @@ std::vector<T> host_grad(LocalParameterStore<T> &store, int id) {
   return out;
 }
 
-}  // namespace nn::test
+}  // namespace zrt::nn::test

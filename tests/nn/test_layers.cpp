@@ -10,22 +10,22 @@
 #include <random>
 
 #include "gradient_check.hpp"
-#include "nn/attention.hpp"
-#include "nn/crossentropy.hpp"
-#include "nn/embedding.hpp"
-#include "nn/encoder.hpp"
-#include "nn/fast_exp.hpp"
-#include "nn/fast_tanh.hpp"
-#include "nn/gelu.hpp"
-#include "nn/gelu_math.hpp"
-#include "nn/host_loops.hpp"
-#include "nn/layernorm.hpp"
-#include "nn/matmul.hpp"
-#include "nn/residual.hpp"
-#include "nn/rows.hpp"
-#include "nn/tanh.hpp"
+#include <zerort/nn/attention.hpp>
+#include <zerort/nn/crossentropy.hpp>
+#include <zerort/nn/embedding.hpp>
+#include <zerort/nn/encoder.hpp>
+#include <zerort/nn/fast_exp.hpp>
+#include <zerort/nn/fast_tanh.hpp>
+#include <zerort/nn/gelu.hpp>
+#include <zerort/nn/gelu_math.hpp>
+#include <zerort/nn/host_loops.hpp>
+#include <zerort/nn/layernorm.hpp>
+#include <zerort/nn/matmul.hpp>
+#include <zerort/nn/residual.hpp>
+#include <zerort/nn/rows.hpp>
+#include <zerort/nn/tanh.hpp>
 
-namespace nn::test {
+namespace zrt::nn::test {
 namespace {
 
 constexpr double kTolerance = 1e-6;
@@ -690,4 +690,4 @@ TEST(Layers, LayerNormTakesItsEpsilon) {
 }
 
 }  // namespace
-}  // namespace nn::test
+}  // namespace zrt::nn::test

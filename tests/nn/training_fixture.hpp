@@ -23,7 +23,7 @@ class SignalAtStep final : public training::ModelState {
  public:
   SignalAtStep(std::unique_ptr<training::ModelState> inner, int at)
       : inner_(std::move(inner)), at_(at) {}
-  nn::ParameterStore<float> &store() override { return inner_->store(); }
+  zrt::nn::ParameterStore<float> &store() override { return inner_->store(); }
   double loss_scale() const override { return inner_->loss_scale(); }
   training::StepReport step(std::optional<double> lr) override {
     if (++steps_ == at_) std::raise(SIGUSR1);

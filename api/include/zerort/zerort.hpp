@@ -46,6 +46,9 @@
 #define MPICH_SKIP_MPICXX 1
 #endif
 #include <zerort/zerort.h>
+#if __has_include(<zerort/model.h>)
+#include <zerort/model.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -977,5 +980,77 @@ class context {
   }
   detail::owner<zrt_context_h, zrt_finalize> h_;
 };
+
+#if __has_include(<zerort/model.h>)
+/**
+ * A model from a configuration file (zerort/model.h; link zerort::nn): one call a training
+ * step, in-process inference, checkpoints and exports. Tensors are spans of floats with a
+ * row-major shape whose first dimension is the batch, on the host or (CUDA builds) the
+ * device.
+ */
+class model {
+ public:
+  /** Collective: zrt_model_create from a file (.json, .yaml) or JSON text. */
+  model(const context &ctx, const std::string &config) {
+    zrt_model_h h = nullptr;
+    check(zrt_model_create(ctx.get(), config.c_str(), &h));
+    h_ = detail::owner<zrt_model_h, zrt_model_destroy>(h);
+  }
+  /** Collective: one training micro-step; returns the loss averaged over the ranks. */
+  double train_step(std::span<const float> input, std::initializer_list<int64_t> input_shape,
+                    std::span<const float> target, std::initializer_list<int64_t> target_shape) {
+    zrt_tensor_t in = tensor(input.data(), input.size(), input_shape, "model::train_step input");
+    zrt_tensor_t tg = tensor(target.data(), target.size(), target_shape, "model::train_step target");
+    double loss = 0;
+    check(zrt_model_train_step(get(), &in, &tg, &loss));
+    return loss;
+  }
+  /** Collective: inference of @p input into @p output (shapes with the batch first). */
+  void forward(std::span<const float> input, std::initializer_list<int64_t> input_shape,
+               std::span<float> output, std::initializer_list<int64_t> output_shape) {
+    zrt_tensor_t in = tensor(input.data(), input.size(), input_shape, "model::forward input");
+    zrt_tensor_t out = tensor(output.data(), output.size(), output_shape, "model::forward output");
+    check(zrt_model_forward(get(), &in, &out));
+  }
+  /** Collective: zrt_model_save. */
+  void save(const std::string &path) { check(zrt_model_save(get(), path.c_str())); }
+  /** Collective: zrt_model_load. */
+  void load(const std::string &path) { check(zrt_model_load(get(), path.c_str())); }
+  /** Collective: zrt_model_export. */
+  void export_to(const std::string &path, zrt_model_format_t format) {
+    check(zrt_model_export(get(), path.c_str(), format));
+  }
+  zrt_model_info_t query() const {
+    zrt_model_info_t info{};
+    check(zrt_model_query(get(), &info));
+    return info;
+  }
+  std::string describe() const {
+    return detail::text_of([&](char *buf, size_t size, size_t *length) {
+      return zrt_model_describe(get(), buf, size, length);
+    });
+  }
+  zrt_model_h get() const noexcept { return h_.get(); }
+
+ private:
+  static zrt_tensor_t tensor(const float *data, size_t size, std::initializer_list<int64_t> shape,
+                             const char *what) {
+    zrt_tensor_t t{};
+    t.data = const_cast<float *>(data);  // read-only for inputs: the C API takes one type
+    t.dtype = ZRT_DTYPE_FP32;
+    t.ndim = static_cast<int>(shape.size());
+    if (shape.size() == 0 || shape.size() > ZRT_TENSOR_MAX_DIMS)
+      throw error(ZRT_ERR_INVALID_ARGUMENT, std::string("zrt::") + what + ": a shape of 1 to 8 dimensions");
+    size_t n = 1, d = 0;
+    for (int64_t e : shape) {
+      t.shape[d++] = e;
+      n *= static_cast<size_t>(e < 0 ? 0 : e);
+    }
+    detail::same_size(size, n, what);
+    return t;
+  }
+  detail::owner<zrt_model_h, zrt_model_destroy> h_;
+};
+#endif
 
 }  // namespace zrt

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli_checks.hpp"
-#include "engine_model_state.hpp"
+#include "model_state.hpp"
 #include "job_settings.hpp"
 
 namespace training {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/parameter_store.hpp"
+#include <zerort/nn/parameter_store.hpp>
 #include "weights_init.hpp"
 
 namespace training {
@@ -30,10 +30,10 @@ inline void add_start_options(CLI::App &app, std::string &resume, std::string &i
 /// std::invalid_argument (set-up's bad input) naming what does not match.
 inline std::optional<weights::WeightsInit> open_init_from(const std::filesystem::path &path,
                                                           weights::ModelKind kind,
-                                                          nn::ParameterStore<float> &store) {
+                                                          zrt::nn::ParameterStore<float> &store) {
   if (path.empty()) return std::nullopt;
   std::vector<weights::ModelTensor> model;
-  for (const nn::TensorSpec &t : store.tensors())
+  for (const zrt::nn::TensorSpec &t : store.tensors())
     model.push_back({t.name, t.shape});
   try {
     return std::optional<weights::WeightsInit>(std::in_place, path, kind, std::move(model));
@@ -45,7 +45,7 @@ inline std::optional<weights::WeightsInit> open_init_from(const std::filesystem:
 /// Sets every parameter from the file (every rank reads the same values: zrt_param_set)
 /// and says so on the lead rank. Collective.
 inline void load_init_from(const weights::WeightsInit &init, const std::filesystem::path &path,
-                           nn::ParameterStore<float> &store, bool lead) {
+                           zrt::nn::ParameterStore<float> &store, bool lead) {
   init.load([&](int id, const float *values) { store.set(id, values); });
   if (lead)
     fmt::print("initialized from {} ({}); optimizer state fresh, step 0\n", path.string(),

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "config_view.hpp"
-#include "engine_model_state.hpp"
+#include "model_state.hpp"
 #include "lr_schedule.hpp"
 #include "model_state.hpp"
 

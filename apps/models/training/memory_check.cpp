@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "kokkos_device.hpp"
+#include "model_state.hpp"
 
 namespace training {
 namespace {

@@ -1,103 +1,27 @@
-// The model states (ZeRO's term: parameters, gradients, optimizer state) behind the
-// trainer. The trainer only sees this interface; zerort's engine implements it
-// (train/engine_model_state.hpp), and tests wrap it:
-//
-//   ModelState              zerort engine (engine.h)
-//   store()                 a ParameterStore over zrt_param_data / zrt_param_grad_data /
-//                           zrt_param_grad_ready / zrt_param_gather / zrt_param_release
-//   loss_scale()            zrt_engine_loss_scale (1 unless fp16)
-//   step(lr)                zrt_engine_set_lr(lr) (unless the engine's scheduler sets the
-//                           rate: no lr); zrt_engine_step(&report), after every micro-step
-//                           (the engine counts them and updates on the last)
-//   memory()                zrt_engine_memory
-//   save(path, metadata)    zrt_checkpoint_save, or zrt_checkpoint_save_post (background)
-//   load(path)              zrt_checkpoint_load
+// The trainers' names for the model states of zerort::nn (<zerort/nn/model_state.hpp>:
+// the interface; <zerort/nn/engine_model_state.hpp>: zerort's engine behind it), which the
+// trainers and the configured models of zrt_model_create share.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <string>
-
-#include <zerort/zerort.h>
-
-#include "nn/parameter_store.hpp"
+#include <zerort/nn/engine_model_state.hpp>
+#include <zerort/nn/kokkos_device.hpp>
+#include <zerort/nn/model_state.hpp>
 
 namespace training {
 
-using nn::ParameterStore;
-
-struct OptimizerConfig {
-  zrt_optimizer_t kind = ZRT_OPTIMIZER_ADAMW;  // AdamW (GPT-2) or LAMB (BERT)
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.1;   // decoupled (AdamW, LAMB); matrices and embeddings only
-  double grad_clip = 1.0;      // global L2 norm; 0 = off
-  int accumulation_steps = 1;  // micro-steps per optimizer step
-};
-
-// The engine's collectives during one call of step (zrt_step_report_t's comm_* fields):
-// the time the program waited on them, and the bytes of each kind.
-struct CommFigures {
-  double wait_seconds = 0;
-  int64_t reduce_scatter_bytes = 0, all_gather_bytes = 0, all_reduce_bytes = 0;
-  // The micro-steps of one optimizer step, summed.
-  CommFigures &operator+=(const CommFigures &o) {
-    wait_seconds += o.wait_seconds;
-    reduce_scatter_bytes += o.reduce_scatter_bytes;
-    all_gather_bytes += o.all_gather_bytes;
-    all_reduce_bytes += o.all_reduce_bytes;
-    return *this;
-  }
-};
-
-struct StepReport {
-  bool applied = false;         // the optimizer ran: last micro-step, and no overflow
-  bool skipped = false;         // an overflow (fp16) or a non-finite gradient skipped the update
-  double grad_norm = 0;         // global norm before clipping (meaningful when the update ran)
-  int64_t optimizer_steps = 0;  // updates applied so far
-  CommFigures comm;             // of this call (a store without collectives: zeros)
-  double lr = 0;                // the rate of this call's update (or of the next one)
-};
-
-/// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).
-struct StateMemory {
-  int64_t parameters = 0, gradients = 0, master_weights = 0, optimizer_state = 0, buckets = 0;
-  int64_t node_shared_bytes = 0;  // of the total, in the engine's node-shared window
-  int64_t total() const {
-    return parameters + gradients + master_weights + optimizer_state + buckets;
-  }
-};
-
-class ModelState {
- public:
-  virtual ~ModelState() = default;
-  /// Where the model finds its parameters and gradients.
-  virtual ParameterStore<float> &store() = 0;
-  /// What backward multiplies the loss's gradient by (the fp16 loss scale; 1 otherwise).
-  /// Gradients are summed over micro-steps and averaged over ranks by the state itself:
-  /// backward must not divide by the accumulation steps.
-  virtual double loss_scale() const = 0;
-  /// After each micro-step's backward. On the last micro-step of an accumulation: reduce
-  /// gradients over the ranks, clip, and update the parameters with learning rate @p lr, or
-  /// without one at the rate of the state's own schedule (the engine's scheduler).
-  /// Collective.
-  virtual StepReport step(std::optional<double> lr) = 0;
-  virtual StateMemory memory() const = 0;
-  /// What stage 0 (full model states on every rank) would hold instead of memory(), for
-  /// comparison: 16 bytes a parameter with Adam.
-  virtual int64_t stage0_bytes() const = 0;
-  /// Writes the model states and @p metadata (JSON text, the trainer's own state) to the
-  /// HDF5 checkpoint @p path, atomically. Collective, between optimizer steps. background:
-  /// return once the states are copied and write while training goes on (a failed write
-  /// is thrown by a later step or save); a save waits for the one before.
-  virtual void save(const std::string &path, const std::string &metadata,
-                    bool background = false) = 0;
-  /// Replaces the model states (parameters, optimizer state, step) with those of @p path.
-  /// Collective; on failure the states are left as they were.
-  virtual void load(const std::string &path) = 0;
-  /// One line for the log: what holds the model states, e.g. "zerort engine, stage 2, ...".
-  virtual std::string describe() const = 0;
-};
+using zrt::nn::CommFigures;
+using zrt::nn::EngineOptions;
+using zrt::nn::make_engine_model_state;
+using zrt::nn::ModelState;
+using zrt::nn::OptimizerConfig;
+using zrt::nn::ParameterStore;
+using zrt::nn::StateMemory;
+using zrt::nn::StepReport;
+// Kokkos on the rank's GPU
+using zrt::nn::cuda_unusable;
+using zrt::nn::device_memory;
+using zrt::nn::device_used_bytes;
+using zrt::nn::kokkos_device_for;
+using zrt::nn::start_kokkos;
 
 }  // namespace training

@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include "divergence.hpp"
-#include "engine_model_state.hpp"
-#include "kokkos_device.hpp"
+#include "model_state.hpp"
+#include "model_state.hpp"
 #include "signals.hpp"
 
 namespace training {

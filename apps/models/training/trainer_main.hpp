@@ -14,7 +14,7 @@
 #include "config_view.hpp"
 #include "job_settings.hpp"
 #include "model_state.hpp"
-#include "nn/tensor_spec.hpp"
+#include <zerort/nn/tensor_spec.hpp>
 #include "training_loop.hpp"
 
 namespace training {
@@ -50,7 +50,7 @@ struct RunSetUp {
   /// command line asks for (job_settings.hpp).
   std::function<TrainerSettings(const ConfigView &config)> configure;
   /// The model's tensors, registered with the engine (called after configure).
-  std::function<std::vector<nn::TensorSpec>()> layout;
+  std::function<std::vector<zrt::nn::TensorSpec>()> layout;
   /// The trainer over the model states; throws on bad input.
   std::function<void(ModelState &state)> make_trainer;
 };

@@ -10,7 +10,7 @@
 #include "divergence.hpp"
 #include "init_from.hpp"
 #include "job_metadata.hpp"
-#include "kokkos_device.hpp"
+#include "model_state.hpp"
 #include "rank_sum.hpp"
 #include "signals.hpp"
 

@@ -24,7 +24,7 @@
 
 #include "model/bert_model.hpp"
 #include "model_bench.hpp"
-#include "training/engine_model_state.hpp"
+#include "training/model_state.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "nn/matmul.hpp"
+#include <zerort/nn/matmul.hpp>
 
 double timed_on_all_ranks(const std::function<void()> &fn) {
   MPI_Barrier(MPI_COMM_WORLD);
@@ -59,8 +59,8 @@ double GemmStep::flops() const {
 }
 
 void GemmStep::run() {
-  using nn::CMat;
-  using nn::Mat;
+  using zrt::nn::CMat;
+  using zrt::nn::Mat;
   for (const Shape &s : shapes_) {
     // As in training, the input stays, the input gradient and the weight gradient have
     // buffers of their own: writing them over X and W instead made the values grow layer
@@ -69,9 +69,9 @@ void GemmStep::run() {
         Y(y_.data(), size_t(s.rows), size_t(s.out)), W(w_.data(), size_t(s.out), size_t(s.in)),
         DX(dx_.data(), size_t(s.rows), size_t(s.in)), DW(dw_.data(), size_t(s.out), size_t(s.in));
     for (int l = 0; l < s.count; ++l) {
-      nn::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
-      nn::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
-      nn::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
+      zrt::nn::gemm<float>("N", "T", 1.0f, CMat<float>(X), CMat<float>(W), 0.0f, Y);   // forward
+      zrt::nn::gemm<float>("N", "N", 1.0f, CMat<float>(Y), CMat<float>(W), 0.0f, DX);  // dinp
+      zrt::nn::gemm<float>("T", "N", 1.0f, CMat<float>(Y), CMat<float>(X), 1.0f, DW);  // dweight
     }
   }
 }

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "training/kokkos_device.hpp"
+#include <zerort/nn/kokkos_device.hpp>
 
 namespace {
 
@@ -104,7 +104,7 @@ void run_model_bench(const char *name, int rounds, bool json,
   BenchWorld world;
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world.size);
-  if (const std::string why = training::cuda_unusable(); !why.empty()) {
+  if (const std::string why = zrt::nn::cuda_unusable(); !why.empty()) {
     std::fprintf(stderr, "zrt-bench %s: rank %d: %s\n", name, world.rank, why.c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -114,7 +114,7 @@ void run_model_bench(const char *name, int rounds, bool json,
   }
   int kokkos_argc = 0;
   // On the rank's GPU in a CUDA build; ends after zrt_finalize, at the end of this function.
-  const auto kokkos = training::start_kokkos(world.context, kokkos_argc, nullptr);
+  const auto kokkos = zrt::nn::start_kokkos(world.context, kokkos_argc, nullptr);
   try {
     BenchModel model = set_up(world);
     time_rounds(model, rounds, json, world);

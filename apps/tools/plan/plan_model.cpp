@@ -22,9 +22,9 @@ namespace {
   throw std::invalid_argument(what);
 }
 
-int64_t count(const std::vector<nn::TensorSpec> &tensors) {
+int64_t count(const std::vector<zrt::nn::TensorSpec> &tensors) {
   int64_t n = 0;
-  for (const nn::TensorSpec &t : tensors)
+  for (const zrt::nn::TensorSpec &t : tensors)
     n += t.numel();
   return n;
 }

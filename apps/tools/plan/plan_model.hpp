@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nn/tensor_spec.hpp"
+#include <zerort/nn/tensor_spec.hpp>
 
 namespace plan {
 
@@ -27,7 +27,7 @@ struct ActivationBytes {
 struct PlanModel {
   std::string name;
   std::string family;                   // "gpt2", "bert" or "generic"
-  std::vector<nn::TensorSpec> tensors;  // in registration order
+  std::vector<zrt::nn::TensorSpec> tensors;  // in registration order
   int64_t parameters = 0;               // sum of the tensors' elements
   int max_seq = 0;                      // positions the model embeds
   int layers = 0, hidden = 0;           // blocks and width, for attention's FLOPs

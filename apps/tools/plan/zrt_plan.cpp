@@ -113,7 +113,7 @@ int64_t deepspeed_estimate(const Options &o, const plan::PlanModel &model, int s
   const bool offload = o.offload_optimizer;
   const int64_t p = model.parameters;
   int64_t largest = 0;
-  for (const nn::TensorSpec &t : model.tensors)
+  for (const zrt::nn::TensorSpec &t : model.tensors)
     largest = std::max(largest, t.numel());
   if (stage == 1 || stage == 2) return offload ? 2 * p : 4 * p + 16 * p / nranks;
   if (stage == 3) return 4 * largest + (offload ? 2 : 18) * p / nranks;
@@ -231,7 +231,7 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   zrt_plan_h h = nullptr;
   check(zrt_plan_create(&p, &m, &h));
   try {
-    for (const nn::TensorSpec &t : model.tensors)
+    for (const zrt::nn::TensorSpec &t : model.tensors)
       check(
           zrt_plan_add_param(h, t.name.c_str(), static_cast<int>(t.shape.size()), t.shape.data()));
     r.report.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;

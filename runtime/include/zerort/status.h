@@ -53,6 +53,15 @@ ZRT_API const char *zrt_status_string(zrt_status_t status);
  */
 ZRT_API const char *zrt_last_error_message(void);
 
+/**
+ * @brief Make @p message the calling thread's last error message, as zerort's own calls
+ * do. For libraries layered on zerort (libzerort_nn's zrt_model_* calls), so that their
+ * errors reach a program, and zrt_comm_agree_status, through the same message.
+ * @param message copied; NULL is ZRT_ERR_INVALID_ARGUMENT.
+ * Local, non-blocking, thread-safe (per-thread storage).
+ */
+ZRT_API zrt_status_t zrt_last_error_set(const char *message);
+
 ZRT_END_DECLS
 
 #endif /* ZERORT_STATUS_H */

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "bert_config.hpp"
-#include "nn/tensor.hpp"
+#include <zerort/nn/tensor.hpp>
 
 namespace bert {
 
-using nn::MemSpace;
+using zrt::nn::MemSpace;
 
 /// One encoder layer's activations (pointers into BertActivations' storage).
 template <class T>

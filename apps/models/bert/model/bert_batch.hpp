@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/tensor.hpp"
+#include <zerort/nn/tensor.hpp>
 
 namespace bert {
 
-using nn::MemSpace;
-using nn::Tokens;
+using zrt::nn::MemSpace;
+using zrt::nn::Tokens;
 
 /// Views into device memory; the caller keeps them alive.
 struct BertBatch {

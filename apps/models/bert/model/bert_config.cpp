@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "nn/json_file.hpp"
-#include "nn/nearest_name.hpp"
+#include "files/json_file.hpp"
+#include <zerort/nn/nearest_name.hpp>
 
 namespace bert {
 namespace {
@@ -117,7 +117,7 @@ BertConfig BertConfig::from_json(const nlohmann::json &j, const std::string &nam
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string &key = it.key();
     if (among(kShapeKeys, key) || among(kMetadataKeys, key) || among(kNotUsedKeys, key)) continue;
-    const std::string best = nn::nearest_name(key, kShapeKeys);
+    const std::string best = zrt::nn::nearest_name(key, kShapeKeys);
     bad(
         fmt::format("model config {}: unknown key \"{}\"{}; the model keys are "
                     "num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, "
@@ -179,7 +179,7 @@ BertConfig BertConfig::from_json(const nlohmann::json &j, const std::string &nam
 }
 
 BertConfig BertConfig::from_json_file(const std::filesystem::path &file) {
-  return from_json(nn::read_json_file(file, "model config"), file.string());
+  return from_json(files::read_json_file(file, "model config"), file.string());
 }
 
 BertConfig BertConfig::from_name_or_file(const std::string &spec) {

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "bert_config.hpp"
-#include "nn/tensor_spec.hpp"
+#include <zerort/nn/tensor_spec.hpp>
 
 namespace bert {
 
-using nn::TensorSpec;
+using zrt::nn::TensorSpec;
 
 /// Tensor ids of one encoder layer, indexes into the layout.
 struct LayerIds {

@@ -6,21 +6,21 @@
 #include <stdexcept>
 #include <vector>
 
-#include "nn/attention.hpp"
-#include "nn/crossentropy.hpp"
-#include "nn/embedding.hpp"
-#include "nn/encoder.hpp"
-#include "nn/gelu.hpp"
-#include "nn/layernorm.hpp"
-#include "nn/matmul.hpp"
-#include "nn/normal.hpp"
-#include "nn/residual.hpp"
-#include "nn/rows.hpp"
-#include "nn/store_views.hpp"
-#include "nn/tanh.hpp"
+#include <zerort/nn/attention.hpp>
+#include <zerort/nn/crossentropy.hpp>
+#include <zerort/nn/embedding.hpp>
+#include <zerort/nn/encoder.hpp>
+#include <zerort/nn/gelu.hpp>
+#include <zerort/nn/layernorm.hpp>
+#include <zerort/nn/matmul.hpp>
+#include <zerort/nn/normal.hpp>
+#include <zerort/nn/residual.hpp>
+#include <zerort/nn/rows.hpp>
+#include <zerort/nn/store_views.hpp>
+#include <zerort/nn/tanh.hpp>
 
 namespace bert {
-using namespace nn;  // the layers
+using namespace zrt::nn;  // the layers
 
 template <class T>
 BertModel<T>::BertModel(const BertConfig &config, ParameterStore<T> &store)

@@ -20,11 +20,11 @@
 #include "bert_batch.hpp"
 #include "bert_config.hpp"
 #include "bert_layout.hpp"
-#include "nn/parameter_store.hpp"
+#include <zerort/nn/parameter_store.hpp>
 
 namespace bert {
 
-using nn::ParameterStore;
+using zrt::nn::ParameterStore;
 
 /// What forward measured on one micro-batch.
 struct BertLosses {
@@ -64,8 +64,8 @@ class BertModel {
 
  private:
   void check_shape(const BertActivations<T> &acts, const BertBatch &batch) const;
-  nn::CVec<T> vec(int id);
-  nn::CMat<T> mat(int id);
+  zrt::nn::CVec<T> vec(int id);
+  zrt::nn::CMat<T> mat(int id);
   void gather(const std::vector<int> &ids);
   void release(const std::vector<int> &ids);
   void layer_forward(BertActivations<T> &acts, int l, const T *input, const BertBatch &batch);

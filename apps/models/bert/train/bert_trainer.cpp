@@ -258,8 +258,8 @@ struct BertTrainer::Impl : training::TrainerHooks {
     std::vector<float> host(P * V + size_t(B) * 2 + size_t(B) * H);
     auto copy = [&](const float *from, size_t n, size_t at) {
       Kokkos::deep_copy(
-          Kokkos::View<float *, Kokkos::HostSpace, nn::Unmanaged>(host.data() + at, n),
-          Kokkos::View<const float *, nn::MemSpace, nn::Unmanaged>(from, n));
+          Kokkos::View<float *, Kokkos::HostSpace, zrt::nn::Unmanaged>(host.data() + at, n),
+          Kokkos::View<const float *, zrt::nn::MemSpace, zrt::nn::Unmanaged>(from, n));
     };
     copy(acts.mlm_logits, P * V, 0);
     copy(acts.nsp_logits, size_t(B) * 2, P * V);

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/json_file.hpp"
-#include "nn/nearest_name.hpp"
+#include "files/json_file.hpp"
+#include <zerort/nn/nearest_name.hpp>
 
 namespace gpt2 {
 namespace {
@@ -125,7 +125,7 @@ void check_keys(const nlohmann::json &j, const std::string &name) {
     if (std::any_of(std::begin(kShapeKeys), std::end(kShapeKeys), is) ||
         std::any_of(std::begin(kHfKeys), std::end(kHfKeys), is))
       continue;
-    const std::string best = nn::nearest_name(
+    const std::string best = zrt::nn::nearest_name(
         key, std::vector<std::string_view>(std::begin(kShapeKeys), std::end(kShapeKeys)));
     bad(
         fmt::format("model config {}: unknown key \"{}\"{}; the model keys are n_layer, n_head, "
@@ -180,7 +180,7 @@ Gpt2Config Gpt2Config::from_json(const nlohmann::json &j, const std::string &nam
 }
 
 Gpt2Config Gpt2Config::from_json_file(const std::filesystem::path &file) {
-  return from_json(nn::read_json_file(file, "model config"), file.string());
+  return from_json(files::read_json_file(file, "model config"), file.string());
 }
 
 Gpt2Config Gpt2Config::from_name_or_file(const std::string &spec) {

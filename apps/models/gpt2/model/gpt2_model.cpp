@@ -6,18 +6,18 @@
 #include <stdexcept>
 #include <vector>
 
-#include "nn/attention.hpp"
-#include "nn/crossentropy.hpp"
-#include "nn/encoder.hpp"
-#include "nn/gelu.hpp"
-#include "nn/layernorm.hpp"
-#include "nn/matmul.hpp"
-#include "nn/normal.hpp"
-#include "nn/residual.hpp"
-#include "nn/store_views.hpp"
+#include <zerort/nn/attention.hpp>
+#include <zerort/nn/crossentropy.hpp>
+#include <zerort/nn/encoder.hpp>
+#include <zerort/nn/gelu.hpp>
+#include <zerort/nn/layernorm.hpp>
+#include <zerort/nn/matmul.hpp>
+#include <zerort/nn/normal.hpp>
+#include <zerort/nn/residual.hpp>
+#include <zerort/nn/store_views.hpp>
 
 namespace gpt2 {
-using namespace nn;  // the layers
+using namespace zrt::nn;  // the layers
 
 template <class T>
 Gpt2Model<T>::Gpt2Model(const Gpt2Config &config, ParameterStore<T> &store)

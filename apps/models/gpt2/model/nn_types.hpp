@@ -2,27 +2,27 @@
 // used unqualified inside namespace gpt2.
 #pragma once
 
-#include "nn/parameter_store.hpp"
-#include "nn/tensor.hpp"
-#include "nn/tensor_spec.hpp"
+#include <zerort/nn/parameter_store.hpp>
+#include <zerort/nn/tensor.hpp>
+#include <zerort/nn/tensor_spec.hpp>
 
 namespace gpt2 {
 
-using nn::as_mat;
-using nn::CMat;
-using nn::CVec;
-using nn::ExecSpace;
-using nn::GradBuffer;
-using nn::Mat;
-using nn::MemSpace;
-using nn::ParameterStore;
-using nn::RangePolicy;
-using nn::TeamMember;
-using nn::TeamPolicy;
-using nn::TensorSpec;
-using nn::Tokens;
-using nn::Unmanaged;
-using nn::Vec;
-namespace kmath = nn::kmath;
+using zrt::nn::as_mat;
+using zrt::nn::CMat;
+using zrt::nn::CVec;
+using zrt::nn::ExecSpace;
+using zrt::nn::GradBuffer;
+using zrt::nn::Mat;
+using zrt::nn::MemSpace;
+using zrt::nn::ParameterStore;
+using zrt::nn::RangePolicy;
+using zrt::nn::TeamMember;
+using zrt::nn::TeamPolicy;
+using zrt::nn::TensorSpec;
+using zrt::nn::Tokens;
+using zrt::nn::Unmanaged;
+using zrt::nn::Vec;
+namespace kmath = zrt::nn::kmath;
 
 }  // namespace gpt2

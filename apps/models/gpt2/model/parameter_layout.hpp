@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "config.hpp"
-#include "nn/tensor_spec.hpp"
+#include <zerort/nn/tensor_spec.hpp>
 
 namespace gpt2 {
 
-using nn::TensorSpec;
+using zrt::nn::TensorSpec;
 
 /// Tensor ids of one transformer block, indexes into the layout.
 struct LayerParams {

@@ -4,7 +4,7 @@
 
 #include "training/checkpoint_info.hpp"
 #include "training/divergence.hpp"
-#include "training/engine_model_state.hpp"
+#include "training/model_state.hpp"
 #include "training/lr_schedule.hpp"
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"

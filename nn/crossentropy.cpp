@@ -1,0 +1,94 @@
+#include <zerort/nn/crossentropy.hpp>
+
+#include <zerort/nn/fast_exp.hpp>
+#include <zerort/nn/host_loops.hpp>
+
+namespace zrt::nn {
+
+template <class T>
+T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
+  const int N = static_cast<int>(logits.extent(0)), V = static_cast<int>(logits.extent(1));
+  Kokkos::parallel_for(
+      "crossentropy_forward", TeamPolicy(N, Kokkos::AUTO), KOKKOS_LAMBDA(const TeamMember &team) {
+        const int n = team.league_rank();
+        T maxv = logits(n, 0);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, V),
+            [&](int v, T &m) {
+              if (logits(n, v) > m) m = logits(n, v);
+            },
+            Kokkos::Max<T>(maxv));
+        const T target_logit = logits(n, targets(n));
+        team.team_barrier();  // everyone has read the target's logit before it changes
+        // exp once, in place; then the sum, then normalize. A logit more than 60 below the
+        // largest gets probability 0 rather than its exp: below e^-60 (1e-26) it cannot
+        // change the sum (at least 1, the largest's), and exps that end up subnormal, as
+        // they do once a trained model is confident, are an order of magnitude slower
+        // here, in the normalization and in the LM head's backward gemm. The exp is a pass
+        // of its own, apart from the sum, so that it vectorizes (fast_exp.hpp); the sum
+        // keeps its order.
+        if constexpr (host_loops::taken_for<T>) {
+          // The same loop in the host's widest vectors (host_loops.hpp), by one thread of
+          // the team; host teams are one thread (Kokkos::AUTO), so none waits.
+          Kokkos::single(Kokkos::PerTeam(team),
+                         [&]() { host_loops::exp_below_max(&logits(n, 0), maxv, V); });
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) {
+            const T d = logits(n, v) - maxv;
+            const T e = fast_exp(d);
+            logits(n, v) = d < T(-60) ? T(0) : e;
+          });
+        }
+        team.team_barrier();  // the sum reads what the team's other threads wrote
+        T sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, V), [&](int v, T &s) { s += logits(n, v); }, sum);
+        const T inv = T(1) / sum;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
+        // log-sum-exp form: exact even where the probability underflows.
+        Kokkos::single(Kokkos::PerTeam(team),
+                       [&]() { losses(n) = maxv + kmath::log(sum) - target_logit; });
+      });
+  T total = 0;
+  Kokkos::parallel_reduce(
+      "crossentropy_mean", RangePolicy(0, N), KOKKOS_LAMBDA(int n, T &s) { s += losses(n); },
+      total);
+  return total / N;
+}
+
+template <class T>
+void crossentropy_backward(Mat<T> probs, Tokens targets, T dloss) {
+  const int N = static_cast<int>(probs.extent(0)), V = static_cast<int>(probs.extent(1));
+  Kokkos::parallel_for(
+      "crossentropy_backward", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {N, V}),
+      KOKKOS_LAMBDA(int n, int v) {
+        const T indicator = v == targets(n) ? T(1) : T(0);
+        probs(n, v) = (probs(n, v) - indicator) * dloss;
+      });
+}
+
+template <class T>
+int64_t crossentropy_correct(CMat<T> scores, Tokens targets) {
+  const int N = static_cast<int>(scores.extent(0)), V = static_cast<int>(scores.extent(1));
+  int64_t correct = 0;
+  Kokkos::parallel_reduce(
+      "crossentropy_correct", RangePolicy(0, N),
+      KOKKOS_LAMBDA(int n, int64_t &count) {
+        int best = 0;
+        for (int v = 1; v < V; ++v)
+          if (scores(n, v) > scores(n, best)) best = v;
+        count += best == targets(n) ? 1 : 0;
+      },
+      correct);
+  return correct;
+}
+
+#define NN_INSTANTIATE(T)                                     \
+  template T crossentropy_forward<T>(Mat<T>, Vec<T>, Tokens); \
+  template void crossentropy_backward<T>(Mat<T>, Tokens, T);  \
+  template int64_t crossentropy_correct<T>(CMat<T>, Tokens);
+NN_INSTANTIATE(float)
+NN_INSTANTIATE(double)
+#undef NN_INSTANTIATE
+
+}  // namespace zrt::nn

@@ -1,0 +1,65 @@
+#include <zerort/nn/host_loops.hpp>
+
+#include <zerort/nn/fast_exp.hpp>
+#include <zerort/nn/gelu_math.hpp>
+
+// GCC on x86-64 for the host only, as apps/models/nn/CMakeLists.txt decides (with the flags that
+// keep the bits): nvcc (Kokkos on CUDA compiles these files too) and other compilers build
+// the single baseline loop.
+#if defined(ZRT_NN_HOST_CLONES) && defined(__x86_64__) && !defined(__CUDACC__)
+#define NN_HOST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define NN_HOST_CLONED 1
+#else
+#define NN_HOST_CLONES
+#define NN_HOST_CLONED 0
+#endif
+
+namespace zrt::nn::host_loops {
+
+NN_HOST_CLONES void gelu_tanh_forward(float *__restrict out, const float *__restrict in,
+                                      int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = gelu_tanh(in[i]);
+}
+
+namespace {
+// Two loops, so that each has no possible overlap for the vectorizer to check at run time
+// (in place, the same index is read and then written: no dependence across lanes).
+NN_HOST_CLONES void gelu_backward_in_place(float *__restrict d, const float *__restrict in,
+                                           int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = zrt::nn::gelu_tanh_backward(in[i], d[i]);
+}
+NN_HOST_CLONES void gelu_backward_apart(float *__restrict dinp, const float *__restrict in,
+                                        const float *__restrict dout, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dinp[i] = zrt::nn::gelu_tanh_backward(in[i], dout[i]);
+}
+}  // namespace
+
+void gelu_tanh_backward(float *dinp, const float *in, const float *dout, int64_t n) {
+  if (dinp == dout)
+    gelu_backward_in_place(dinp, in, n);
+  else
+    gelu_backward_apart(dinp, in, dout, n);
+}
+
+NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = row[i] - max;
+    const float e = fast_exp(d);
+    row[i] = d < -60.0f ? 0.0f : e;
+  }
+}
+
+const char *isa() {
+#if NN_HOST_CLONED
+  // The order target_clones tries them in.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "avx512f";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+  return "baseline";
+}
+
+}  // namespace zrt::nn::host_loops
