@@ -8,6 +8,10 @@ set(ZRT_PUBLIC_HEADER_DIRS)
 foreach(layer ${ZRT_LAYERS})
   list(APPEND ZRT_PUBLIC_HEADER_DIRS ${PROJECT_SOURCE_DIR}/${layer}/include/zerort)
 endforeach()
+# libzerort_nn's C API (zerort/model.h), where it is built.
+if(TARGET zerort_nn)
+  list(APPEND ZRT_PUBLIC_HEADER_DIRS ${PROJECT_SOURCE_DIR}/nn/include/zerort)
+endif()
 
 # Doxygen's INPUT and STRIP_FROM_PATH: the folders above, space-separated and quoted.
 set(ZRT_DOXYGEN_INPUT "")

@@ -1,10 +1,16 @@
 # The installed package: find_package(zerort) (zerortConfig.cmake, its version file and
 # the exported targets, the Fortran ones apart so that a C or C++ consumer needs no
-# Fortran), pkg-config files, and what the apps need at run time under share/zerort.
+# Fortran, and libzerort_nn's apart where it is built), pkg-config files, and what the apps
+# need at run time under share/zerort.
 include(CMakePackageConfigHelpers)
 
 set(ZRT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/zerort)
 install(EXPORT zerortTargets NAMESPACE zerort:: DESTINATION ${ZRT_CMAKE_DIR})
+# zerort::nn (zerort/model.h): Kokkos stays inside the shared library, so its users need
+# nothing beyond zerort::zerort.
+if(TARGET zerort_nn)
+  install(EXPORT zerortNNTargets NAMESPACE zerort:: DESTINATION ${ZRT_CMAKE_DIR})
+endif()
 if(TARGET zerort_fortran)
   install(EXPORT zerortFortranTargets NAMESPACE zerort:: DESTINATION ${ZRT_CMAKE_DIR})
 endif()
@@ -52,6 +58,10 @@ if(TARGET zerort_fortran)
   configure_file(cmake/package/zerort-fortran.pc.in
     ${CMAKE_CURRENT_BINARY_DIR}/package/zerort-fortran.pc.in @ONLY)
 endif()
+if(TARGET zerort_nn)
+  configure_file(cmake/package/zerort-nn.pc.in
+    ${CMAKE_CURRENT_BINARY_DIR}/package/zerort-nn.pc.in @ONLY)
+endif()
 # Written straight into the prefix (with DESTDIR, as file(INSTALL) would) and listed in the
 # install manifest: `cmake --install` may run from any folder, a read-only one included, and
 # writes nothing outside the prefix.
@@ -61,7 +71,7 @@ else()
   set(ZRT_PC_DEST "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 endif()
 install(CODE "
-  foreach(pc zerort zerort-fortran)
+  foreach(pc zerort zerort-fortran zerort-nn)
     set(in \"${CMAKE_CURRENT_BINARY_DIR}/package/\${pc}.pc.in\")
     if(EXISTS \"\${in}\")
       file(READ \"\${in}\" text)

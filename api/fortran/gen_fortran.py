@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Generates the Fortran module `use zerort` from the C headers, as MPICH generates its
-mpi_f08 binding: the constants (every enumerator, the field bits with them), a bind(C) type
-per handle and per struct, a raw bind(C) interface per function and a wrapper with the
-optional `ierr` last. The hand-written part (zerort.F90.in: error handling, strings, typed
-views, the functions whose Fortran form differs from the C one) is the template; its
-`!@GENERATED ...@` lines are replaced here.
+mpi_f08 binding: the constants (every enumerator and integer macro, the field bits with
+them), a bind(C) type per handle and per struct, a raw bind(C) interface per function and
+a wrapper with the optional `ierr` last. The hand-written part (zerort.F90.in: error
+handling, strings, typed views, the functions whose Fortran form differs from the C one)
+is the template; its `!@GENERATED ...@` lines are replaced here. Lines between
+`!@IF header.h@` and `!@END header.h@` are kept only when header.h is one of the headers
+(the model API of libzerort_nn, zerort/model.h, where that library is built); the markers
+go.
 
     gen_fortran.py --template zerort.F90.in --out zerort.F90 HEADER...
     gen_fortran.py --check HEADER... --template zerort.F90.in   (report only)
@@ -15,6 +18,7 @@ with the reason a Fortran program does not need it. A C type the mapping below d
 fails the generation too, so nothing is silently left out."""
 
 import argparse
+import os
 import re
 import sys
 
@@ -74,6 +78,10 @@ class Api:
                 value = eval(py, {"__builtins__": {}})  # our own headers' integer arithmetic
                 values[name] = value
                 self.constants.append((name, value, m.group(1)))
+        # Integer macros (ZRT_TENSOR_MAX_DIMS, the length of an array member): constants too.
+        for d in re.finditer(r"^\s*#\s*define\s+(ZRT_\w+)\s+(\d+)\s*$", text, re.M):
+            values[d.group(1)] = int(d.group(2))
+            self.constants.append((d.group(1), int(d.group(2)), None))
         for m in re.finditer(r"(typedef\s+)?enum\s+(\w+)\s*\{(.*?)\}\s*(\w*)\s*;", text, re.S):
             enum = m.group(2)
             if m.group(4):
@@ -383,6 +391,28 @@ def fold(lines, width=100):
     return out
 
 
+def select_sections(template, headers):
+    """The template with its !@IF h@ ... !@END h@ sections kept where h is among the
+    headers (by file name), dropped elsewhere; the marker lines removed."""
+    names = {os.path.basename(h) for h in headers}
+    out, open_ = [], None
+    for n, line in enumerate(template.splitlines(), 1):
+        m = re.fullmatch(r"\s*!@(IF|END) ([\w.]+)@\s*", line)
+        if m and m.group(1) == "IF":
+            if open_:
+                sys.exit(f"gen_fortran: template line {n}: !@IF {m.group(2)}@ inside !@IF {open_}@")
+            open_ = m.group(2)
+        elif m:
+            if m.group(2) != open_:
+                sys.exit(f"gen_fortran: template line {n}: !@END {m.group(2)}@ without its !@IF@")
+            open_ = None
+        elif open_ is None or open_ in names:
+            out.append(line)
+    if open_:
+        sys.exit(f"gen_fortran: the template's !@IF {open_}@ has no !@END {open_}@")
+    return "\n".join(out) + "\n"
+
+
 def hand_bound(template):
     return set(re.findall(r'bind\(C,\s*name="(zrt_\w+)"\)', template))
 
@@ -398,7 +428,7 @@ def main():
     api = Api()
     for h in a.headers:
         api.parse(h)
-    template = open(a.template).read()
+    template = select_sections(open(a.template).read(), a.headers)
     by_hand = hand_bound(template)
     gen = Generator(api)
 

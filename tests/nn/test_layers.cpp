@@ -10,6 +10,7 @@
 #include <random>
 
 #include "gradient_check.hpp"
+#include <zerort/nn.hpp>  // the umbrella compiles on its own
 #include <zerort/nn/attention.hpp>
 #include <zerort/nn/crossentropy.hpp>
 #include <zerort/nn/embedding.hpp>

@@ -1000,7 +1000,8 @@ class model {
   double train_step(std::span<const float> input, std::initializer_list<int64_t> input_shape,
                     std::span<const float> target, std::initializer_list<int64_t> target_shape) {
     zrt_tensor_t in = tensor(input.data(), input.size(), input_shape, "model::train_step input");
-    zrt_tensor_t tg = tensor(target.data(), target.size(), target_shape, "model::train_step target");
+    zrt_tensor_t tg =
+        tensor(target.data(), target.size(), target_shape, "model::train_step target");
     double loss = 0;
     check(zrt_model_train_step(get(), &in, &tg, &loss));
     return loss;
@@ -1040,7 +1041,8 @@ class model {
     t.dtype = ZRT_DTYPE_FP32;
     t.ndim = static_cast<int>(shape.size());
     if (shape.size() == 0 || shape.size() > ZRT_TENSOR_MAX_DIMS)
-      throw error(ZRT_ERR_INVALID_ARGUMENT, std::string("zrt::") + what + ": a shape of 1 to 8 dimensions");
+      throw error(ZRT_ERR_INVALID_ARGUMENT,
+                  std::string("zrt::") + what + ": a shape of 1 to 8 dimensions");
     size_t n = 1, d = 0;
     for (int64_t e : shape) {
       t.shape[d++] = e;
