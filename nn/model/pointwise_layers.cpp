@@ -154,6 +154,12 @@ std::string ActivationLayer::to_onnx(OnnxWriter &w, const std::string &x,
   return x;
 }
 
+std::string ActivationLayer::describe() const {
+  if (kind_ == Activation::gelu_tanh) return "gelu (tanh approximation)";
+  if (kind_ == Activation::gelu_erf) return "gelu (erf)";
+  return type();
+}
+
 Dropout::Dropout(const Shape &in, double p, uint64_t salt) : p_(p), salt_(salt) {
   in_ = in;
   out_ = in;

@@ -21,6 +21,7 @@ class ActivationLayer final : public Layer {
                 Mat<float> din) override;
   std::string to_onnx(OnnxWriter &writer, const std::string &input,
                       const std::string &prefix) const override;
+  std::string describe() const override;
 
  private:
   Activation kind_;
