@@ -183,6 +183,8 @@ def generate(src):
     hpp = src / "api" / "include" / "zerort" / "zerort.hpp"
     raw = hpp.read_text()
     clean, docs = blank_comments(raw)
+    # Preprocessor lines (the #if around zrt::model) are not declarations: blanked, offsets kept.
+    clean = re.sub(r"(?m)^[ \t]*#.*$", lambda m: " " * len(m.group(0)), clean)
     ns = re.search(r"\bnamespace\s+zrt\s*\{", clean)
     ns_end = matching(clean, ns.end() - 1)
     top = Scope("namespace", "zrt", None)
