@@ -15,7 +15,8 @@ namespace pointwise_kernels {
 void relu_forward(Vec<float> out, CVec<float> in) {
   Kokkos::parallel_for(
       "relu_forward", RangePolicy(0, static_cast<int64_t>(in.extent(0))),
-      KOKKOS_LAMBDA(int64_t i) { out(i) = in(i) > 0.0f ? in(i) : 0.0f; });
+      // NaN stays NaN, as PyTorch's relu: a poisoned batch reaches the engine's check.
+      KOKKOS_LAMBDA(int64_t i) { out(i) = in(i) < 0.0f ? 0.0f : in(i); });
 }
 void relu_backward(Vec<float> din, CVec<float> in, CVec<float> dout) {
   Kokkos::parallel_for(

@@ -99,6 +99,28 @@ int main(int argc, char **argv) {
   EXPECT(zrt_model_backward_step(model, &o) == ZRT_ERR_INVALID_STATE,
          "backward without forward_train");
 
+  /* A NaN in rank 0's batch: the engine skips the step, on every rank, and changes nothing. */
+  {
+    float xn[48], before_nan[32], after_nan[32];
+    memcpy(xn, x, sizeof xn);
+    if (rank == 0) xn[4] = NAN;
+    zrt_tensor_t in_nan = tensor2(xn, 16, 3), ob = tensor2(before_nan, 16, 2),
+                 oa = tensor2(after_nan, 16, 2);
+    zrt_model_info_t i0, i1;
+    EXPECT(zrt_model_query(model, &i0) == ZRT_SUCCESS &&
+               zrt_model_forward(model, &in, &ob) == ZRT_SUCCESS,
+           "before the NaN step");
+    EXPECT(zrt_model_train_step(model, &in_nan, &target, &loss) == ZRT_SUCCESS, "a NaN step");
+    EXPECT(isnan(loss), "the NaN step's loss is %g", loss);
+    EXPECT(zrt_model_query(model, &i1) == ZRT_SUCCESS && i1.optimizer_steps == i0.optimizer_steps,
+           "the NaN step was applied (%lld -> %lld)", (long long)i0.optimizer_steps,
+           (long long)i1.optimizer_steps);
+    EXPECT(zrt_model_forward(model, &in, &oa) == ZRT_SUCCESS &&
+               memcmp(before_nan, after_nan, sizeof before_nan) == 0,
+           "the NaN step changed the parameters");
+    EXPECT(zrt_model_forward(model, &in, &o) == ZRT_SUCCESS, "forward");
+  }
+
   /* Save; a model of other layers refuses the checkpoint and is unchanged. */
   EXPECT(zrt_model_save(model, "c_model.h5") == ZRT_SUCCESS, "save");
   const char *other =
