@@ -435,6 +435,36 @@ void engine_members(zrt::context &ctx) {
   if (r == 0) std::filesystem::remove_all(dir);
 }
 
+// zrt::model: a configured model trained, run, saved and described through the wrapper; a
+// span of the wrong size is refused before the C call.
+void model_members(zrt::context &ctx) {
+  zrt::model model(ctx, R"({"model": {"input": [2], "layers": [{"type": "linear", "features": 1}]},
+                            "optimizer": {"type": "SGD", "params": {"lr": 0.01}}, "seed": 2})");
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8}, y = {3, 7, 11, 15};  // y = x0 + x1
+  double first = 0, loss = 0;
+  for (int step = 0; step < 30; ++step) {
+    loss = model.train_step(x, {4, 2}, y, {4, 1});
+    if (step == 0) first = loss;
+  }
+  EXPECT(loss < first);
+  std::vector<float> out(4);
+  model.forward(x, {4, 2}, out, {4, 1});
+  EXPECT(model.query().optimizer_steps == 30 && model.query().parameters == 3);
+  EXPECT(contains(model.describe(), "linear 2 -> 1"));
+  try {
+    model.forward(x, {4, 3}, out, {4, 1});
+    EXPECT(false);
+  } catch (const zrt::error &e) {
+    EXPECT(e.status() == ZRT_ERR_INVALID_ARGUMENT && contains(e.what(), "buffer sizes differ"));
+  }
+  try {
+    model.forward(x, {2, 4}, out, {2, 2});
+    EXPECT(false);
+  } catch (const zrt::error &e) {
+    EXPECT(e.status() == ZRT_ERR_INVALID_ARGUMENT && contains(e.what(), "expected 2"));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -448,6 +478,7 @@ int main(int argc, char **argv) {
     pool_members(ctx);
     offload_members(ctx);
     engine_members(ctx);
+    model_members(ctx);
     ctx.finalize();
   } catch (const zrt::error &e) {
     std::fprintf(stderr, "rank %d: zrt::error %s: %s\n", g_rank, zrt_status_string(e.status()),
