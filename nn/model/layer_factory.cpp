@@ -101,6 +101,22 @@ void check_sequence_input(const Shape &in, int64_t width, int64_t heads, const s
                     where, what, width, shape_text(in), heads));
 }
 
+// A dropout layer's salt: FNV-1a of its place in the model ("layers[3]",
+// "layers[2].layers[0]"), without the "model config SOURCE: " before it, so that the masks
+// depend on the seed and the layer alone: not on the configuration file's path or format,
+// nor on the standard library (std::hash is its own).
+uint64_t place_hash(const std::string &where) {
+  std::string_view place(where);
+  const size_t at = place.find(": layers[");
+  if (at != std::string_view::npos) place.remove_prefix(at + 2);
+  uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : place) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 }  // namespace
 
 std::unique_ptr<Layer> make_layer(const nlohmann::json &spec, const Shape &in,
@@ -142,7 +158,7 @@ std::unique_ptr<Layer> make_layer(const nlohmann::json &spec, const Shape &in,
     const double p = number(spec, "p", 0.5, where);
     if (!(p >= 0 && p < 1))
       throw std::invalid_argument(fmt::format("{}: \"p\" must be in [0, 1), not {}", where, p));
-    return std::make_unique<Dropout>(in, p, std::hash<std::string>{}(where));
+    return std::make_unique<Dropout>(in, p, place_hash(where));
   }
   if (type == "residual") {
     check_keys(spec, {"type", "layers"}, where);

@@ -98,6 +98,13 @@ int run(const Options &o, zrt_context_h ctx, int rank, int ranks) {
     // A target per sample: the output's shape, or its class indices (one fewer dimension).
     std::vector<float> y = read_floats(o.target, 1, "--target");
     const int64_t target_n = static_cast<int64_t>(y.size()) / samples;
+    const int64_t classes_n = out_n / info.output_shape[info.output_ndim - 1];
+    if (target_n * samples != static_cast<int64_t>(y.size()) ||
+        (target_n != out_n && target_n != classes_n))
+      throw std::runtime_error(
+          fmt::format("--target {}: {} floats for the {} samples of --input: expected {} a sample "
+                      "(the output) or {} (class indices)",
+                      o.target, y.size(), samples, out_n, classes_n));
     const int target_ndim = target_n == out_n ? info.output_ndim : info.output_ndim - 1;
     const int64_t local = o.batch / ranks;
     std::vector<float> xb(static_cast<size_t>(local * in_n)),
@@ -190,7 +197,11 @@ int main(int argc, char **argv) {
     try {
       rc = run(o, ctx, rank, ranks);
     } catch (const std::exception &e) {
-      std::fprintf(stderr, "zrt-model: rank %d: %s\n", rank, e.what());
+      // zerort's agreed messages name the rank already ("rank 1: ...").
+      if (std::string(e.what()).rfind("rank ", 0) == 0)
+        std::fprintf(stderr, "zrt-model: %s\n", e.what());
+      else
+        std::fprintf(stderr, "zrt-model: rank %d: %s\n", rank, e.what());
       rc = 1;
     }
     zrt_finalize(ctx);
