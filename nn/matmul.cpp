@@ -21,7 +21,8 @@ void matmul_forward(Mat<T> out, CMat<T> inp, CMat<T> weight, CVec<T> bias) {
 template <class T>
 void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
                      CMat<T> weight, T beta_dinp, T beta_param) {
-  gemm<T>("N", "N", T(1), dout, weight, beta_dinp, dinp);
+  // An empty dinp: the input needs no gradient (a model's first layer), one product fewer.
+  if (dinp.extent(0) > 0) gemm<T>("N", "N", T(1), dout, weight, beta_dinp, dinp);
   gemm<T>("T", "N", T(1), dout, inp, beta_param, dweight);
   if (dbias.extent(0) > 0) {
     const int N = static_cast<int>(dout.extent(0)), OC = static_cast<int>(dout.extent(1));

@@ -64,12 +64,8 @@ void Linear::backward(Pass &pass, CMat<float> in, CMat<float> /*out*/, CMat<floa
     gb = s.grad(bias_id_);
     db = Vec<float>(gb.data, features_);
   }
-  // matmul_backward always writes an input gradient: the model's first layer gets scratch
-  // for one it does not need.
-  const int64_t rows = in.extent(0);
-  Mat<float> dinp =
-      din.extent(0) > 0 ? din : Mat<float>(scratch_.get(rows * in_features), rows, in_features);
-  matmul_backward<float>(dinp, dw, db, dout, in, w, 0.0f, beta_of(gw));
+  // An empty din (the model's input) skips the input's gradient.
+  matmul_backward<float>(din, dw, db, dout, in, w, 0.0f, beta_of(gw));
   s.grad_ready(weight_);
   if (bias_) s.grad_ready(bias_id_);
   s.release(weight_);

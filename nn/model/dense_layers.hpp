@@ -25,7 +25,6 @@ class Linear final : public Layer {
   int64_t features_;
   bool bias_;
   int weight_ = -1, bias_id_ = -1;
-  Buffer scratch_;
 };
 
 class LayerNorm final : public Layer {

@@ -48,7 +48,8 @@ void matmul_forward(Mat<T> out, CMat<T> inp, CMat<T> weight, CVec<T> bias);
 ///   dinp    (N, C)   = beta_dinp * dinp + dout . weight
 ///   dweight (OC, C)  = beta_param * dweight + dout^T . inp
 ///   dbias   (OC)     = beta_param * dbias + sum over rows of dout   (skipped if empty)
-/// beta 0 overwrites (first contribution), 1 accumulates.
+/// beta 0 overwrites (first contribution), 1 accumulates. An empty dinp (no rows) skips the
+/// input's gradient: a model's first layer needs none.
 template <class T>
 void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CMat<T> inp,
                      CMat<T> weight, T beta_dinp, T beta_param);
