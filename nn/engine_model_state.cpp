@@ -315,7 +315,7 @@ class EngineModelState final : public ModelState {
       // bf16 compute: the matrix products on bf16 tensor cores where the backend has them
       // (cuBLAS), accumulating in fp32; the host's BLAS computes in fp32 either way.
       zrt::nn::set_gemm_precision(dtype_ == ZRT_DTYPE_BF16 ? zrt::nn::GemmPrecision::bf16
-                                                      : zrt::nn::GemmPrecision::fp32);
+                                                           : zrt::nn::GemmPrecision::fp32);
       program_lr_ = resolved_.at("scheduler").at("type") == "none";
       std::vector<zrt_param_h> handles;
       for (const TensorSpec &t : tensors) {

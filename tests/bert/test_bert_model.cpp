@@ -14,10 +14,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <zerort/nn/local_parameter_store.hpp>
 #include "device_buffer.hpp"
 #include "host_grad.hpp"
 #include "model/bert_model.hpp"
-#include <zerort/nn/local_parameter_store.hpp>
 
 namespace bert::test {
 namespace {

@@ -14,11 +14,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <zerort/nn/local_parameter_store.hpp>
 #include "device_buffer.hpp"
 #include "gradient_check.hpp"
 #include "host_grad.hpp"
 #include "model/gpt2_model.hpp"
-#include <zerort/nn/local_parameter_store.hpp>
 
 namespace gpt2::test {
 namespace {

@@ -9,7 +9,6 @@
 #include <limits>
 #include <random>
 
-#include "gradient_check.hpp"
 #include <zerort/nn.hpp>  // the umbrella compiles on its own
 #include <zerort/nn/attention.hpp>
 #include <zerort/nn/crossentropy.hpp>
@@ -25,6 +24,7 @@
 #include <zerort/nn/residual.hpp>
 #include <zerort/nn/rows.hpp>
 #include <zerort/nn/tanh.hpp>
+#include "gradient_check.hpp"
 
 namespace zrt::nn::test {
 namespace {

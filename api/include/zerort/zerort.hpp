@@ -1013,6 +1013,22 @@ class model {
     zrt_tensor_t out = tensor(output.data(), output.size(), output_shape, "model::forward output");
     check(zrt_model_forward(get(), &in, &out));
   }
+  /** Collective: the forward half of a step whose loss the program computes
+   * (zrt_model_forward_train). */
+  void forward_train(std::span<const float> input, std::initializer_list<int64_t> input_shape,
+                     std::span<float> output, std::initializer_list<int64_t> output_shape) {
+    zrt_tensor_t in = tensor(input.data(), input.size(), input_shape, "model::forward_train input");
+    zrt_tensor_t out =
+        tensor(output.data(), output.size(), output_shape, "model::forward_train output");
+    check(zrt_model_forward_train(get(), &in, &out));
+  }
+  /** Collective: backward from the program's dL/d(output), then the step (zrt_model_backward_step).
+   */
+  void backward_step(std::span<const float> output_grad, std::initializer_list<int64_t> shape) {
+    zrt_tensor_t g =
+        tensor(output_grad.data(), output_grad.size(), shape, "model::backward_step output_grad");
+    check(zrt_model_backward_step(get(), &g));
+  }
   /** Collective: zrt_model_save. */
   void save(const std::string &path) { check(zrt_model_save(get(), path.c_str())); }
   /** Collective: zrt_model_load. */

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "cli_checks.hpp"
-#include "model_state.hpp"
 #include "job_settings.hpp"
+#include "model_state.hpp"
 
 namespace training {
 

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "config_view.hpp"
-#include "model_state.hpp"
 #include "lr_schedule.hpp"
 #include "model_state.hpp"
 

@@ -10,7 +10,6 @@
 
 #include "divergence.hpp"
 #include "model_state.hpp"
-#include "model_state.hpp"
 #include "signals.hpp"
 
 namespace training {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <zerort/nn/tensor_spec.hpp>
 #include "config_view.hpp"
 #include "job_settings.hpp"
 #include "model_state.hpp"
-#include <zerort/nn/tensor_spec.hpp>
 #include "training_loop.hpp"
 
 namespace training {

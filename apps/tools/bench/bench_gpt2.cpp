@@ -20,10 +20,10 @@
 #include <random>
 #include <vector>
 
+#include <zerort/nn/host_loops.hpp>
 #include "model/activations.hpp"
 #include "model/gpt2_model.hpp"
 #include "model_bench.hpp"
-#include <zerort/nn/host_loops.hpp>
 #include "timing.hpp"
 #include "train/training_types.hpp"
 
@@ -57,7 +57,8 @@ BenchModel set_up(const Gpt2BenchOptions &opt, const BenchWorld &world) {
   BenchModel m;
   const double P = double(cfg.num_parameters());
   // The copy of the layers' GELU and softmax loops this CPU runs (host_loops.hpp).
-  const char *loops = zrt::nn::host_loops::taken_for<float> ? zrt::nn::host_loops::isa() : "device kernels";
+  const char *loops =
+      zrt::nn::host_loops::taken_for<float> ? zrt::nn::host_loops::isa() : "device kernels";
   m.title = fmt::format(
       "GPT-2 {} ({:.1f}M parameters), ZeRO stage {}, {} rank(s), {} x {} tokens per step, "
       "{} rounds; GELU and softmax loops: {}",

@@ -26,11 +26,11 @@ struct ActivationBytes {
 
 struct PlanModel {
   std::string name;
-  std::string family;                   // "gpt2", "bert" or "generic"
+  std::string family;                        // "gpt2", "bert" or "generic"
   std::vector<zrt::nn::TensorSpec> tensors;  // in registration order
-  int64_t parameters = 0;               // sum of the tensors' elements
-  int max_seq = 0;                      // positions the model embeds
-  int layers = 0, hidden = 0;           // blocks and width, for attention's FLOPs
+  int64_t parameters = 0;                    // sum of the tensors' elements
+  int max_seq = 0;                           // positions the model embeds
+  int layers = 0, hidden = 0;                // blocks and width, for attention's FLOPs
 
   // Forward and backward FLOPs per token at sequence length seq: 6 per parameter for the
   // matrix products, 12 x layers x width x seq for attention (llm.c's and PaLM's count).

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "bert_config.hpp"
 #include <zerort/nn/tensor.hpp>
+#include "bert_config.hpp"
 
 namespace bert {
 

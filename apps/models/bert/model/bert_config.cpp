@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "files/json_file.hpp"
 #include <zerort/nn/nearest_name.hpp>
+#include "files/json_file.hpp"
 
 namespace bert {
 namespace {

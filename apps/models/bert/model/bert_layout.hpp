@@ -24,8 +24,8 @@
 
 #include <vector>
 
-#include "bert_config.hpp"
 #include <zerort/nn/tensor_spec.hpp>
+#include "bert_config.hpp"
 
 namespace bert {
 

@@ -16,11 +16,11 @@
 
 #include <cstdint>
 
+#include <zerort/nn/parameter_store.hpp>
 #include "bert_activations.hpp"
 #include "bert_batch.hpp"
 #include "bert_config.hpp"
 #include "bert_layout.hpp"
-#include <zerort/nn/parameter_store.hpp>
 
 namespace bert {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "files/json_file.hpp"
 #include <zerort/nn/nearest_name.hpp>
+#include "files/json_file.hpp"
 
 namespace gpt2 {
 namespace {

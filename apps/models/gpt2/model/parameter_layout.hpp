@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
 #include <zerort/nn/tensor_spec.hpp>
+#include "config.hpp"
 
 namespace gpt2 {
 

@@ -4,7 +4,6 @@
 
 #include "training/checkpoint_info.hpp"
 #include "training/divergence.hpp"
-#include "training/model_state.hpp"
 #include "training/lr_schedule.hpp"
 #include "training/metrics.hpp"
 #include "training/model_state.hpp"

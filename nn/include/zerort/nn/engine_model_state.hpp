@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "model_state.hpp"
 #include <zerort/nn/tensor_spec.hpp>
+#include "model_state.hpp"
 
 namespace zrt::nn {
 

@@ -2,7 +2,6 @@
 // and a tensor's values as the vector or matrix the layers take.
 #pragma once
 
-
 #include <stdexcept>
 #include <string>
 #include <vector>
