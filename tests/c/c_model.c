@@ -205,6 +205,28 @@ int main(int argc, char **argv) {
   EXPECT(l1 < l0, "the program's loss went from %g to %g", l0, l1);
   EXPECT(zrt_model_destroy(model) == ZRT_SUCCESS, "destroy");
 
+  /* bf16 parameters and gradients (fp32 master weights) with 2 micro-steps an update. */
+  const char *bf16 =
+      "{\"model\": {\"input\": [3], \"layers\": [{\"type\": \"linear\", \"features\": 8},"
+      " {\"type\": \"relu\"}, {\"type\": \"linear\", \"features\": 2}]},"
+      " \"loss\": {\"type\": \"mse\"}, \"seed\": 7, \"optimizer\": {\"type\": \"AdamW\", "
+      "\"params\": {\"lr\": 0.02}},"
+      " \"zero_optimization\": {\"stage\": 2}, \"bf16\": {\"enabled\": true}, "
+      "\"gradient_accumulation_steps\": 2}";
+  EXPECT(zrt_model_create(ctx, bf16, &model) == ZRT_SUCCESS, "create bf16");
+  for (int step = 0; step < 80; ++step) {
+    EXPECT(zrt_model_train_step(model, &in, &target, &loss) == ZRT_SUCCESS, "bf16 step %d", step);
+    if (step == 0) first = loss;
+  }
+  EXPECT(loss < 0.5 * first, "bf16: the loss went from %g to %g", first, loss);
+  EXPECT(zrt_model_query(model, &info) == ZRT_SUCCESS && info.optimizer_steps == 40,
+         "bf16: %lld updates for 80 micro-steps of 2", (long long)info.optimizer_steps);
+  char text[2048];
+  EXPECT(zrt_model_describe(model, text, sizeof text, NULL) == ZRT_SUCCESS &&
+             strstr(text, "bf16") != NULL,
+         "bf16: the description says so");
+  EXPECT(zrt_model_destroy(model) == ZRT_SUCCESS, "destroy");
+
   zrt_finalize(ctx);
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
