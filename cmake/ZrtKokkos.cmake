@@ -9,7 +9,7 @@
 #    the system's folders (a module, Spack, Kokkos_ROOT); where there is none, the one
 #    scripts/build-kokkos-cuda builds once from ZRT_KOKKOS_SOURCE (its default: the 4.6.01
 #    release in ../shared/third_party). KokkosKernels is then not needed: the layers' gemms
-#    go to cuBLAS (apps/models/nn/gemm.cpp).
+#    go to cuBLAS (nn/gemm.cpp).
 option(ZRT_KOKKOS_CUDA "Build the Kokkos applications for CUDA (Kokkos with its CUDA backend)" OFF)
 set(ZRT_KOKKOS_SOURCE "" CACHE STRING
   "Kokkos 4.6.01 tarball or folder that scripts/build-kokkos-cuda builds when ZRT_KOKKOS_CUDA finds no Kokkos with CUDA")

@@ -3,7 +3,7 @@
 #include <zerort/nn/fast_exp.hpp>
 #include <zerort/nn/gelu_math.hpp>
 
-// GCC on x86-64 for the host only, as apps/models/nn/CMakeLists.txt decides (with the flags that
+// GCC on x86-64 for the host only, as nn/CMakeLists.txt decides (with the flags that
 // keep the bits): nvcc (Kokkos on CUDA compiles these files too) and other compilers build
 // the single baseline loop.
 #if defined(ZRT_NN_HOST_CLONES) && defined(__x86_64__) && !defined(__CUDACC__)

@@ -1,6 +1,6 @@
 // BERT (Devlin et al. 2018) for pretraining, as Hugging Face's BertForPreTraining computes
 // it without dropout: embeddings, L post-LayerNorm encoder layers, the MLM and NSP heads.
-// Forward and backward are written out layer by layer (as GPT-2's are) over apps/models/nn's
+// Forward and backward are written out layer by layer (as GPT-2's are) over nn/'s
 // layers; parameters and gradients live in a ParameterStore.
 //
 //   x = LN(word[ids] + position[t] + token_type[segment])                 (BT, H)

@@ -1,4 +1,4 @@
-// The names GPT-2's model, trainer and tests take from the shared layer library (apps/models/nn),
+// The names GPT-2's model, trainer and tests take from the shared layer library (nn/, zerort::nn),
 // used unqualified inside namespace gpt2.
 #pragma once
 

@@ -12,7 +12,7 @@
 //
 // The loops that call it vectorize only where the compiler may if-convert float compares and
 // version loops for aliasing: zrt_nn builds with -fno-trapping-math and
-// -fvect-cost-model=dynamic under GCC (apps/models/nn/CMakeLists.txt). Neither changes a result:
+// -fvect-cost-model=dynamic under GCC (nn/CMakeLists.txt). Neither changes a result:
 // no operation is reordered, only executed several lanes at a time.
 #pragma once
 
