@@ -145,6 +145,13 @@ int main(int argc, char **argv) {
       " \"loss\": {\"type\": \"mse\"}, \"zero_optimization\": {\"stage\": 0}}";
   EXPECT(zrt_model_create(ctx, same_stage0, &model2) == ZRT_SUCCESS, "create at stage 0");
   EXPECT(zrt_model_load(model2, "c_model.h5") == ZRT_SUCCESS, "load at stage 0");
+  {
+    zrt_model_info_t saved, loaded;
+    EXPECT(zrt_model_query(model, &saved) == ZRT_SUCCESS &&
+               zrt_model_query(model2, &loaded) == ZRT_SUCCESS &&
+               loaded.optimizer_steps == saved.optimizer_steps && loaded.stage == 0,
+           "the loaded model's steps");
+  }
   EXPECT(
       zrt_model_forward(model2, &in, &oa) == ZRT_SUCCESS && memcmp(out, after, sizeof after) == 0,
       "stage 0 predicts other values than stage 3 saved");
