@@ -156,11 +156,11 @@ Attention::Attention(const Shape &in, int heads, bool causal) : heads_(heads), c
   out_.back() = in.back() / 3;
 }
 
-void Attention::forward(Pass &pass, CMat<float> in, Mat<float> out) {
-  const int B = static_cast<int>(pass.batch), T = static_cast<int>(in_[0]);
-  const int C = static_cast<int>(out_.back()), hs = C / heads_;
-  AttentionShape s{B, T, heads_, hs};
+AttentionShape Attention::shape(int64_t batch) {
+  const int B = static_cast<int>(batch), T = static_cast<int>(in_[0]);
+  AttentionShape s{B, T, heads_, static_cast<int>(out_.back()) / heads_};
   if (!causal_) {
+    // Every key of every sequence: the padding mask with all T positions real.
     s.mask = AttentionMask::padding;
     if (lengths_.extent(0) != static_cast<size_t>(B)) {
       lengths_ = Kokkos::View<int *, MemSpace>("attention_lengths", B);
@@ -168,23 +168,21 @@ void Attention::forward(Pass &pass, CMat<float> in, Mat<float> out) {
     }
     s.lengths = lengths_;
   }
-  const int64_t btc = int64_t{B} * T * C, att = int64_t{B} * heads_ * T * T;
+  return s;
+}
+
+void Attention::forward(Pass &pass, CMat<float> in, Mat<float> out) {
+  const AttentionShape s = shape(pass.batch);
+  const int64_t btc = int64_t{s.B} * s.T * s.NH * s.hs, att = int64_t{s.B} * s.NH * s.T * s.T;
   attention_forward<float>(out, Vec<float>(qkvp_.get(3 * btc), 3 * btc),
                            Vec<float>(att_.get(att), att), Vec<float>(yp_.get(btc), btc), in, s);
 }
 
 void Attention::backward(Pass &pass, CMat<float>, CMat<float>, CMat<float> dout, Mat<float> din) {
-  const int B = static_cast<int>(pass.batch), T = static_cast<int>(in_[0]);
-  const int C = static_cast<int>(out_.back()), hs = C / heads_;
-  AttentionShape s{B, T, heads_, hs};
-  if (!causal_) {
-    s.mask = AttentionMask::padding;
-    s.lengths = lengths_;
-  }
-  const int64_t btc = int64_t{B} * T * C, att = int64_t{B} * heads_ * T * T;
-  Mat<float> dqkv = din;
   if (din.extent(0) == 0) return;  // nothing upstream has parameters or needs a gradient
-  attention_backward<float>(dqkv, Vec<float>(dqkvp_.get(3 * btc), 3 * btc),
+  const AttentionShape s = shape(pass.batch);
+  const int64_t btc = int64_t{s.B} * s.T * s.NH * s.hs, att = int64_t{s.B} * s.NH * s.T * s.T;
+  attention_backward<float>(din, Vec<float>(dqkvp_.get(3 * btc), 3 * btc),
                             Vec<float>(datt_.get(att), att), Vec<float>(doutp_.get(btc), btc), dout,
                             CVec<float>(qkvp_.view.data(), 3 * btc),
                             CVec<float>(att_.view.data(), att), s);

@@ -12,6 +12,8 @@
 
 #include <utility>
 
+#include <zerort/nn/attention.hpp>
+
 #include "layer.hpp"
 
 namespace zrt::nn::model {
@@ -74,6 +76,8 @@ class Attention final : public Layer {
   std::string describe() const override;
 
  private:
+  /// The kernels' shape for @p batch samples (and the all-keys lengths without a mask).
+  AttentionShape shape(int64_t batch);
   int heads_;
   bool causal_;
   Buffer qkvp_, att_, yp_, dqkvp_, datt_, doutp_;

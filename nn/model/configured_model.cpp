@@ -221,7 +221,7 @@ void Model::forward_pass(bool train) {
                 Mat<float>(output_.get(out_rows * out.back()), out_rows, out.back()));
 }
 
-double Model::step_after_backward() {
+bool Model::step_after_backward() {
   const Shape &in = net_->in_shape(), &out = net_->out_shape();
   Pass pass{state_->store(), batch_, true, micro_steps_, rank_, config_.seed, tokens_};
   const int64_t in_rows = rows_of(in, batch_), out_rows = rows_of(out, batch_);
@@ -236,7 +236,7 @@ double Model::step_after_backward() {
     optimizer_steps_ = r.optimizer_steps;
     last_lr_ = r.lr;
   }
-  return r.applied ? 1.0 : 0.0;
+  return r.applied;
 }
 
 double Model::run_train() {
@@ -249,12 +249,12 @@ double Model::run_train() {
       CMat<float>(target_.view.data(), config_.loss == LossKind::cross_entropy ? 0 : rows,
                   config_.loss == LossKind::cross_entropy ? 0 : out.back()),
       classes_, dy, state_->loss_scale());
-  const double applied = step_after_backward();
+  const bool applied = step_after_backward();
   // The mean over ranks of each rank's loss, as the engine averages the gradients.
   double sum = local;
   check(zrt_comm_all_reduce(comm_, &local, &sum, 1, ZRT_DTYPE_FP64, ZRT_OP_SUM));
   last_loss_ = sum / ranks_;
-  if (config_.report_frequency > 0 && applied > 0 && rank_ == 0 &&
+  if (config_.report_frequency > 0 && applied && rank_ == 0 &&
       optimizer_steps_ % config_.report_frequency == 0)
     std::printf("zerort model: step %lld, loss %.6g, lr %.6g\n",
                 static_cast<long long>(optimizer_steps_), last_loss_, last_lr_);

@@ -52,7 +52,8 @@ class Model {
   void load_tokens(const float *host_ids, int64_t n, int64_t vocab, const char *what,
                    Kokkos::View<int *, MemSpace> &dst);
   void forward_pass(bool train);
-  double step_after_backward();
+  /// Backward, then the engine's step; whether the update was applied.
+  bool step_after_backward();
   std::string checkpoint_metadata() const;
   /// Every tensor's full value on the host, in layout order (collective at stages 1-3).
   std::vector<std::vector<float>> gather_all();
