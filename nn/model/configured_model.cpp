@@ -77,6 +77,9 @@ Model::Model(zrt_context_h context, ModelConfig config)
         "but the output is {}",
         config_.source, shape_text(net_->out_shape())));
   net_->declare(layout_, "");
+  if (config_.decay_all)
+    for (TensorSpec &t : layout_)
+      t.weight_decay = true;
   if (layout_.empty())
     throw std::invalid_argument(
         fmt::format("model config {}: the model has no parameters to train", config_.source));

@@ -196,6 +196,7 @@ ModelConfig parse_model_config(const nlohmann::json &doc_in, const std::string &
                       "other models are written as zerort's \"layers\"",
                       type));
     c.layers = torchfort_mlp(m, source, c.input);
+    c.decay_all = true;
   } else {
     check_keys(m, {"input", "layers"}, fmt::format("model config {}: \"model\"", source));
     if (!m.contains("input") || !m.at("input").is_array() || m.at("input").empty())

@@ -41,8 +41,11 @@ struct ModelConfig {
   bool loss_sum = false;  // reduction "sum" (default "mean")
   uint64_t seed = 0;
   LrSchedule schedule;
-  int64_t report_frequency = 0;    // TorchFort's general.report_frequency: 0 = never
-  bool verbose = false;            // general.verbose: print the model at create
+  int64_t report_frequency = 0;  // TorchFort's general.report_frequency: 0 = never
+  bool verbose = false;          // general.verbose: print the model at create
+  /// TorchFort's form: weight decay on every tensor, as its torch.optim optimizers over
+  /// model.parameters() apply it (zerort's form: linear weights and embeddings only).
+  bool decay_all = false;
   nlohmann::json engine_settings;  // the rest: zrt_engine_params_t's settings
   std::string source;              // "FILE" or "the JSON text", for messages
 };

@@ -118,12 +118,14 @@ def forward(layers, x, P, prefix=""):
 
 def loss_of(config, out, target):
     kind = config.get("loss", {}).get("type", "mse").lower()
+    reduction = config.get("loss", {}).get("reduction", "mean")
     if kind == "mse":
-        return F.mse_loss(out, target)
+        return F.mse_loss(out, target, reduction=reduction)
     if kind == "l1":
-        return F.l1_loss(out, target)
+        return F.l1_loss(out, target, reduction=reduction)
     if kind in ("cross_entropy", "crossentropy"):
-        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1).long())
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1).long(),
+                               reduction=reduction)
     raise ValueError(f"the reference has no loss {kind}")
 
 
@@ -148,19 +150,24 @@ def scheduler(config, opt):
     raise ValueError(f"the reference has no lr_scheduler {t}")
 
 
-def train(config, params, decay, x, y, batch, steps, dtype=torch.float64):
+def train(config, params, decay, x, y, batch, steps, dtype=torch.float64, ranks=2):
     """zrt-model train's steps: step s takes samples (s * batch + j) % len(x), j < batch (the
     ranks' parts, one after another). With gradient_accumulation_steps k, a step is a
     micro-step: the optimizer steps on every k-th, on the mean of the k gradients.
     Returns each step's loss (before its update) and the gradient norms (before clipping,
     of each optimizer step)."""
     p = config["optimizer"]["params"]
-    assert config["optimizer"]["type"].lower() == "adamw"
+    kind = config["optimizer"]["type"].lower()
+    # DeepSpeed's "Adam" is AdamW unless adam_w_mode is false: then PyTorch's Adam (L2).
+    l2 = kind == "adam" and p.get("adam_w_mode", True) is False
+    assert kind == "adamw" or kind == "adam"
     names = list(params)
     groups = [{"params": [params[n] for n in names if decay[n]], "weight_decay": p.get("weight_decay", 0.0)},
               {"params": [params[n] for n in names if not decay[n]], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=p["lr"], betas=tuple(p.get("betas", (0.9, 0.999))),
-                            eps=p.get("eps", 1e-8))
+    groups = [g for g in groups if g["params"]]
+    optimizer = torch.optim.Adam if l2 else torch.optim.AdamW
+    opt = optimizer(groups, lr=p["lr"], betas=tuple(p.get("betas", (0.9, 0.999))),
+                    eps=p.get("eps", 1e-8))
     lr = scheduler(config, opt)
     clip = config.get("gradient_clipping", 0.0)
     accumulate = config.get("gradient_accumulation_steps", 1)
@@ -171,6 +178,10 @@ def train(config, params, decay, x, y, batch, steps, dtype=torch.float64):
     for s in range(steps):
         idx = torch.tensor([(s * batch + j) % len(x) for j in range(batch)])
         loss = loss_of(config, forward(config["model"]["layers"], X[idx], params), Y[idx])
+        if config.get("loss", {}).get("reduction") == "sum":
+            # Each rank sums its own part and the engine averages the ranks' gradients (as
+            # DDP does): the sum over the whole batch divided by the ranks.
+            loss = loss / ranks
         (loss / accumulate).backward()
         losses.append(float(loss))
         if (s + 1) % accumulate:
