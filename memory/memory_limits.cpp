@@ -232,6 +232,28 @@ std::vector<MemoryLimit> discover_memory_limits(const LimitSources &sources) {
   return limits;
 }
 
+LockLimit read_lock_limit(const fs::path &root) {
+  LockLimit l;
+  struct rlimit r {};
+  if (getrlimit(RLIMIT_MEMLOCK, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return l;
+  std::ifstream in(root / "proc/self/status");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  // CapEff is hexadecimal; CAP_IPC_LOCK is capability 14.
+  const size_t at = s.find("\nCapEff:");
+  if (at != std::string::npos) {
+    unsigned long long caps = 0;
+    std::stringstream hex(s.substr(at + 8));
+    hex >> std::hex >> caps;
+    if (hex && (caps >> 14) & 1ULL) return l;
+  }
+  l.limited = true;
+  l.limit = static_cast<size_t>(r.rlim_cur);
+  l.locked = status_field(s, "VmLck");
+  return l;
+}
+
 ProcessUsage read_process_usage(const fs::path &root) {
   std::ifstream in(root / "proc/self/status");
   std::stringstream text;

@@ -47,6 +47,15 @@ struct LimitSources {
 // RLIMIT_AS and RLIMIT_DATA where finite.
 std::vector<MemoryLimit> discover_memory_limits(const LimitSources &sources);
 
+// What mlock may still pin in this process: RLIMIT_MEMLOCK (ulimit -l) less the locked
+// memory (VmLck). A process with CAP_IPC_LOCK (root, usually) locks without limit.
+struct LockLimit {
+  bool limited = false;  // false: unlimited, or the process may exceed the limit
+  size_t limit = 0, locked = 0;
+  size_t room() const { return limit > locked ? limit - locked : 0; }
+};
+LockLimit read_lock_limit(const std::filesystem::path &root = "/");
+
 // Zeros where the file cannot be read.
 ProcessUsage read_process_usage(const std::filesystem::path &root = "/");
 

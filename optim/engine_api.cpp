@@ -71,6 +71,11 @@ const ReportTable<zrt_step_report_t, StepReport> kStepReport{
          }},
         {ZRT_STEP_REPORT_FIELD_LR, "lr",
          [](const StepReport &r, zrt_step_report_t &o) { o.lr = r.lr; }},
+        {ZRT_STEP_REPORT_FIELD_OFFLOAD_CPU, "offload_cpu_seconds, offload_cpu_exposed_seconds",
+         [](const StepReport &r, zrt_step_report_t &o) {
+           o.offload_cpu_seconds = r.offload_cpu_seconds;
+           o.offload_cpu_exposed_seconds = r.offload_cpu_exposed_seconds;
+         }},
     }};
 
 // What drives the learning rate: {"type": "none"}, or the scheduler and the values it runs
@@ -337,6 +342,8 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"allgather_bucket_bytes", s.allgather_bucket_bytes},
         {"overlap", s.overlap},
         {"offload_optimizer", s.offload_optimizer},
+        {"offload_param", s.offload_param},
+        {"offload_step", s.offload_during_backward ? "during_backward" : "after_backward"},
         {"gradient_clipping", s.gradient_clipping},
         {"gradient_accumulation_steps", s.accumulation_steps},
         // 0: not given (the program's business).

@@ -183,6 +183,11 @@ void EngineMemory::program_waits() {
   if (program_) program_->wait(stream_->record());
 }
 
+Event EngineMemory::recorded() {
+  if (!stream_) return Event();
+  return stream_->record();
+}
+
 Event EngineMemory::ready() {
   if (!stream_) return Event();
   stream_->wait(program_->record());

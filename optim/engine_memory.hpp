@@ -104,6 +104,9 @@ class EngineMemory {
   };
   // The times since the last call; the copies must be complete (offload_synchronize).
   OffloadTimes take_offload_times();
+  // An event that completes after the engine's work so far (not the program's); empty on
+  // the host.
+  Event recorded();
   // The program's later work waits for the engine's work so far.
   void program_waits();
   // An event that completes after the program's work so far and the engine's (what a

@@ -49,6 +49,7 @@ MemoryReport EnginePlan::planned_memory(const EngineSettings &settings, const St
     const int64_t bytes = static_cast<int64_t>(b.bytes);
     switch (b.kind) {
       case ModelState::Kind::Params:
+      case ModelState::Kind::Staging:  // the updated parameters on their way
         r.parameters += bytes;
         break;
       case ModelState::Kind::Master:
@@ -56,6 +57,7 @@ MemoryReport EnginePlan::planned_memory(const EngineSettings &settings, const St
         break;
       case ModelState::Kind::M:
       case ModelState::Kind::V:
+      case ModelState::Kind::Saved:  // the speculative step's copy of weights and moments
         r.optimizer_state += bytes;
         break;
       case ModelState::Kind::Grads:

@@ -269,17 +269,28 @@ void resolve_scheduler(const Config &c, EngineSettings &s) {
   l.validate();
 }
 
+// Offload moves a device engine's state to the host: on a host engine it would do nothing.
+void refuse_host_offload(const Config &c, const EngineSettings &s, const std::string &host) {
+  auto refuse = [&](const char *key) {
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "{} cpu (from {}) moves a device engine's state to host memory, and this engine "
+         "is in host memory ({}): its state is in host memory already. Remove the key (or "
+         "set it to none), or put the engine on the device (engine.memory_space device)",
+         key, c.origin(key), host);
+  };
+  if (s.offload_optimizer) refuse("zero_optimization.offload_optimizer.device");
+  if (s.offload_param) refuse("zero_optimization.offload_param.device");
+}
+
 // The keys that describe what zerort does anyway, where that depends on other settings.
 void check_only_keys(const Config &c, const EngineSettings &s) {
   const std::string dtype = dtype_name(s.dtype);
   for (const char *key : {"communication_data_type", "data_types.grad_accum_dtype"})
     if (given(c, key) && c.get_string(key) != dtype)
       only(c, key, c.get_string(key), fmt::format("the compute dtype, {}", dtype));
-  if (given(c, "zero_optimization.offload_param.device") &&
-      c.get_string("zero_optimization.offload_param.device") == "cpu" &&
-      s.memory_space != EngineMemorySpace::Host)
-    only(c, "zero_optimization.offload_param.device", "cpu",
-         "none with engine.memory_space device or auto");
+  if (s.offload_param && !c.get_bool("zero_optimization.offload_param.pin_memory"))
+    only(c, "zero_optimization.offload_param.pin_memory", "false",
+         "true with zero_optimization.offload_param.device cpu");
   if (s.offload_optimizer && !c.get_bool("zero_optimization.offload_optimizer.pin_memory"))
     only(c, "zero_optimization.offload_optimizer.pin_memory", "false",
          "true with zero_optimization.offload_optimizer.device cpu");
@@ -355,6 +366,8 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
   s.nesterov = c.get_bool("optimizer.params.nesterov");
   s.overlap = c.get_bool("zero_optimization.overlap_comm");
   s.offload_optimizer = c.get_string("zero_optimization.offload_optimizer.device") == "cpu";
+  s.offload_param = c.get_string("zero_optimization.offload_param.device") == "cpu";
+  s.offload_during_backward = c.get_string("engine.offload_step") == "during_backward";
   s.gradient_clipping = c.get_double("gradient_clipping");
   const BatchSizes batch = resolve_batch_sizes(
       batch_value(c, "train_batch_size"), batch_value(c, "train_micro_batch_size_per_gpu"),
@@ -407,6 +420,20 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
     fail(ZRT_ERR_NOT_SUPPORTED,
          "optimizer offload needs stage 1, 2 or 3 (ZeRO-Offload shards the optimizer state); "
          "the engine is configured for stage 0");
+  if (s.memory_space == EngineMemorySpace::Host)
+    refuse_host_offload(c, s, "engine.memory_space host, from " + c.origin("engine.memory_space"));
+  if (s.offload_param && s.stage != 3)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "zero_optimization.offload_param.device cpu (from {}) offloads stage 3's parameter "
+         "shards: the engine is configured for stage {}, which keeps whole parameters on "
+         "every rank. Use zero_optimization.stage 3, or remove the key",
+         c.origin("zero_optimization.offload_param.device"), s.stage);
+  if (s.offload_param && !s.offload_optimizer)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "zero_optimization.offload_param.device cpu (from {}) needs "
+         "zero_optimization.offload_optimizer.device cpu as well: the CPU updates the "
+         "offloaded parameters in place",
+         c.origin("zero_optimization.offload_param.device"));
   if (s.nesterov && s.momentum == 0)
     fail(ZRT_ERR_CONFIG, "optimizer.params.nesterov needs a momentum > 0");
   resolve_scheduler(c, s);

@@ -28,6 +28,9 @@ struct EngineSettings {
   size_t allgather_bucket_bytes = 25 << 20;
   bool overlap = true;
   bool offload_optimizer = false;
+  bool offload_param = false;  // stage 3: the parameter shard in pinned host memory
+  // ZeRO-Offload's CPU step during backward (engine.offload_step during_backward).
+  bool offload_during_backward = true;
   double gradient_clipping = 0;
   int accumulation_steps = 1;
   bool deterministic = false;

@@ -149,6 +149,18 @@ void GradientReducer::grad_ready(int index) {
   for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
     ++bucket_ready_[static_cast<size_t>(k)];
   post_ready();
+  if (landed_ && last_micro_step()) land_completed();
+}
+
+void GradientReducer::set_offload_hooks(std::function<void(int, Event)> landed,
+                                        std::function<void()> settle) {
+  landed_ = std::move(landed);
+  settle_ = std::move(settle);
+}
+
+void GradientReducer::land_completed() {
+  while (!in_flight_.empty() && in_flight_.front().request.test())
+    complete_oldest();
 }
 
 void GradientReducer::post_ready() {
@@ -201,6 +213,14 @@ void GradientReducer::post_bucket(int bucket) {
 }
 
 void GradientReducer::land(const BucketInfo &b, int landing) {
+  land_slice(b, landing);
+  // The last micro-step's slice is the gradient the optimizer reads: on the host, the CPU
+  // may update it once the copy (the engine's stream so far) is done.
+  if (to_host_ && landed_ && last_micro_step() && stage_.reduction != Reduction::AllReduce)
+    landed_(b.index, memory_.recorded());
+}
+
+void GradientReducer::land_slice(const BucketInfo &b, int landing) {
   const size_t bytes = b.slice * esize_;
   switch (stage_.reduction) {
     case Reduction::AllReduce:
@@ -289,6 +309,7 @@ void GradientReducer::next_micro_step() {
 }
 
 void GradientReducer::end_accumulation() {
+  if (settle_) settle_();  // the CPU step reads the host shard no more
   // Host buffers the stream may still copy into or out of are zeroed after it.
   memory_.synchronize();
   state_.zero_grads(memory_);

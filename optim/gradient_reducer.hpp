@@ -25,7 +25,9 @@
 // Not thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "optim/buffer_set.hpp"
@@ -80,6 +82,14 @@ class GradientReducer {
   // Between optimizer steps: no micro-step begun, nothing ready, nothing in flight.
   bool idle() const;
 
+  // ZeRO-Offload's CPU step during backward (speculative_step.hpp): `landed` is told each
+  // bucket whose reduced slice is on its way to the host shard on the last micro-step,
+  // with an event that completes when it is there; `settle` runs before the gradients are
+  // zeroed (the CPU must be done with them). Completed reductions then land as soon as
+  // zrt_param_grad_ready sees them, not only when a buffer is needed. Empty: none.
+  void set_offload_hooks(std::function<void(int bucket, Event arrived)> landed,
+                         std::function<void()> settle);
+
   size_t buffer_bytes() const { return buckets_.bytes() + landing_.bytes(); }
   size_t shared_bytes() const {  // of buffer_bytes(), in node-shared memory
     return buckets_.bytes(Place::Shared) + landing_.bytes(Place::Shared);
@@ -97,11 +107,14 @@ class GradientReducer {
   int take_landing();
   void post_bucket(int bucket);
   void complete_oldest();
+  // Lands every reduction at the front that has completed, without waiting.
+  void land_completed();
   void reset_readiness();
 
   // Where a completed reduction's slice goes: into the gradient in place, added to it, or
   // to the host shard (ZeRO-Offload).
   void land(const BucketInfo &b, int landing);
+  void land_slice(const BucketInfo &b, int landing);
 
   Communicator &comm_;
   CommStats &stats_;
@@ -122,6 +135,9 @@ class GradientReducer {
   size_t landing_bytes_ = 0;
   const bool to_host_;         // ZeRO-Offload on the device
   EngineBuffer host_landing_;  // to_host_: where a later micro-step's slice is added from
+
+  std::function<void(int, Event)> landed_;
+  std::function<void()> settle_;
 
   std::vector<char> ready_;        // per parameter, this micro-step
   std::vector<int> bucket_ready_;  // ready parameters per bucket

@@ -102,6 +102,22 @@ void check_engine_fits(MemoryPart &memory, const EngineSettings &settings, const
               settings, layout, nranks, device, window_ranks,
               [](const MemoryReport &r) { return r.host_bytes; }, room, how_to_raise(limit->kind)));
   }
+  // Pinned memory that mlock pins (not cudaHostAlloc's) counts against RLIMIT_MEMLOCK: past
+  // it the pool would fall back to pageable memory, which the offloaded state must not.
+  if (need.pinned_bytes > 0 &&
+      std::string(memory.pool(MemorySpace::PinnedHost).resource().kind()) == "mmap+mlock") {
+    const LockLimit lock = read_lock_limit();
+    if (lock.limited && static_cast<size_t>(need.pinned_bytes) > lock.room())
+      fail(ZRT_ERR_OUT_OF_MEMORY,
+           "the offloaded state needs {} of pinned host memory on this rank, and RLIMIT_MEMLOCK "
+           "(ulimit -l) lets this process lock {} ({} of it locked already). To fit: raise "
+           "the limit (ulimit -l unlimited, memlock in /etc/security/limits.conf; Slurm "
+           "propagates the submitting shell's limit, PropagateResourceLimits), or offload "
+           "less ({}a higher stage or more ranks to shrink the shard)",
+           format_bytes(static_cast<size_t>(need.pinned_bytes)), format_bytes(lock.limit),
+           format_bytes(lock.locked),
+           settings.offload_param ? "zero_optimization.offload_param.device none, or " : "");
+  }
   // What each pool may still hold (its limit: memory.<space>.limit, whose default follows the
   // process's limits, RLIMIT_AS included).
   // The host pool holds the host buffers but the pinned ones and those in the window.

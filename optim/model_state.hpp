@@ -12,6 +12,11 @@
 // With ZeRO-Offload on the device the optimizer runs on the host, so it keeps fp32 weights
 // there even when the compute dtype is fp32 (the master weights are then a copy of the
 // parameters' shard), and the reduced gradients travel to the host shard bucket by bucket.
+// With parameter offload (stage 3) the parameters' shard is pinned host memory as well, and
+// goes to the device piece by piece as it is gathered. When the CPU step runs during
+// backward (speculates(), optimizer_step.hpp), a host copy of the shard's fp32 weights and
+// moments is kept to redo it from, and the updated compute-dtype shard is staged in pinned
+// memory until the step commits.
 #pragma once
 
 #include <cstddef>
@@ -39,7 +44,7 @@ class ModelState {
 
   // The buffers the constructor makes, by kind, with the place it asks for and their bytes:
   // what the engine allocates and what a plan (engine_plan.hpp) counts, from one list.
-  enum class Kind { Params, Master, M, V, Grads, HostGrads };
+  enum class Kind { Params, Master, M, V, Grads, HostGrads, Saved, Staging };
   struct Planned {
     Kind kind;
     Place place;
@@ -47,6 +52,9 @@ class ModelState {
   };
   static std::vector<Planned> plan(const StageLayout &stage, const Layout &layout,
                                    const EngineSettings &settings, bool device);
+  // Whether the optimizer's CPU step runs during backward (engine.offload_step
+  // during_backward, ZeRO-Offload on the device, not LAMB).
+  static bool speculates(const EngineSettings &settings, bool device);
 
   // Compute-dtype parameters; element is an index in a buffer of the parameters' extent.
   char *params(size_t element) const { return params_.bytes() + element * esize_; }
@@ -64,6 +72,13 @@ class ModelState {
 
   // Everything the optimizer kernels need for one owned range.
   OptimRange range(const OwnedRange &o) const;
+  // speculates(): the saved copy of an owned range's weights and moments (its m and v
+  // null where the range has none), and where the updated compute-dtype values are staged
+  // (mixed precision only; null otherwise).
+  OptimRange saved(const OwnedRange &o) const;
+  char *staging(const OwnedRange &o) const {
+    return staging_.empty() ? nullptr : staging_.bytes() + o.state * esize_;
+  }
   bool has_m() const { return !m_.empty(); }
   bool has_v() const { return !v_.empty(); }
   // Where each kind lives.
@@ -73,14 +88,18 @@ class ModelState {
   // parameters it updates are copied back (its compute copies are not written in place).
   bool offload_to_host() const { return offload_device_; }
   bool has_device_grads() const { return !grads_.empty(); }
+  // Parameter offload: the parameters' shard is in pinned host memory.
+  bool params_on_host() const { return params_.place() == Place::Pinned; }
 
   // Zeroes every gradient buffer (in the engine's stream order on the device).
   void zero_grads(EngineMemory &memory);
 
-  size_t params_bytes() const { return params_.size(); }
+  // The parameters, and the speculative step's staged update of them.
+  size_t params_bytes() const { return params_.size() + staging_.size(); }
   size_t grads_bytes() const { return grads_.size() + host_grads_.size(); }
   size_t master_bytes() const { return master_.size(); }
-  size_t moments_bytes() const { return m_.size() + v_.size(); }
+  // The moments, and the speculative step's saved copy of the weights and moments.
+  size_t moments_bytes() const { return m_.size() + v_.size() + saved_.size(); }
   // Bytes of every model state in device memory, and in host memory.
   size_t device_bytes() const;
   size_t host_bytes() const;
@@ -94,7 +113,8 @@ class ModelState {
   bool separate_weights_ = false;
   bool offload_device_ = false;
   Place state_place_ = Place::Host;
-  EngineBuffer params_, master_, m_, v_, grads_, host_grads_;
+  EngineBuffer params_, master_, m_, v_, grads_, host_grads_, saved_, staging_;
+  size_t state_elements_ = 0;  // of each state buffer (the saved copy's stride)
 };
 
 }  // namespace zrt

@@ -28,25 +28,47 @@ OptimizerStep::OptimizerStep(const EngineSettings &settings, const KernelTable &
       esize_(dtype_size(settings.dtype)),
       owned_(stage.owned_ranges(layout, rank)) {}
 
-bool OptimizerStep::overflow() const {
+bool OptimizerStep::overflow(const bool *known) const {
   int local = 0;
-  if (on_device_) {
+  if (known != nullptr) {
+    local = *known ? 1 : 0;
+  } else if (on_device_) {
     for (const OwnedRange &o : owned_) {
       OptimRange r = state_.range(o);
       memory_.kernels().non_finite(memory_.stream(), r.grads, r.grad_dtype, r.count, &local);
     }
     memory_.synchronize();
   } else {
-    for (const OwnedRange &o : owned_) {
-      OptimRange r = state_.range(o);
-      if (kernels_.non_finite(r.grads, r.grad_dtype, r.count)) {
+    for (size_t i = 0; i < owned_.size(); ++i)
+      if (range_non_finite(i)) {
         local = 1;
         break;
       }
-    }
   }
   watched_allreduce(control_, &local, 1, MPI_INT, MPI_MAX, "agreement on non-finite gradients");
   return local != 0;
+}
+
+bool OptimizerStep::range_non_finite(size_t owned_index) const {
+  OptimRange r = state_.range(owned_[owned_index]);
+  return kernels_.non_finite(r.grads, r.grad_dtype, r.count);
+}
+
+double OptimizerStep::range_sum_squares(size_t owned_index) const {
+  OptimRange r = state_.range(owned_[owned_index]);
+  const size_t blocks = (r.count + kNormBlock - 1) / kNormBlock;
+  std::vector<double> block_sums(blocks, 0.0);
+  threads_.parallel_for(blocks, 1, [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      size_t first = k * kNormBlock, count = std::min(kNormBlock, r.count - first);
+      block_sums[k] = kernels_.sum_squares(static_cast<const char *>(r.grads) + first * esize_,
+                                           r.grad_dtype, count);
+    }
+  });
+  double sum = 0;
+  for (double s : block_sums)
+    sum += s;
+  return sum;
 }
 
 std::vector<double> OptimizerStep::gather_partials(const std::vector<double> &mine,
@@ -57,36 +79,33 @@ std::vector<double> OptimizerStep::gather_partials(const std::vector<double> &mi
   return all;
 }
 
-double OptimizerStep::grad_norm_squared() const {
+double OptimizerStep::grad_norm_squared(const std::vector<double> *range_sums) const {
   // One partial per (bucket, slice owner), each a sum over fixed blocks; summed bucket by
   // bucket in rank order. Stage 0 computes every partial, the others theirs and gather.
   const size_t nb = layout_.buckets().size(), n = static_cast<size_t>(nranks_);
   std::vector<double> partial(nb * n, 0.0);
-  std::vector<std::vector<double>> block_sums(owned_.size());
-  for (size_t i = 0; i < owned_.size(); ++i) {
-    OptimRange r = state_.range(owned_[i]);
-    const size_t blocks = (r.count + kNormBlock - 1) / kNormBlock;
-    block_sums[i].assign(blocks, 0.0);
-    if (on_device_) {
+  std::vector<double> sums(owned_.size(), 0.0);
+  if (range_sums != nullptr) {
+    sums = *range_sums;
+  } else if (on_device_) {
+    std::vector<std::vector<double>> block_sums(owned_.size());
+    for (size_t i = 0; i < owned_.size(); ++i) {
+      OptimRange r = state_.range(owned_[i]);
+      block_sums[i].assign((r.count + kNormBlock - 1) / kNormBlock, 0.0);
       memory_.kernels().block_sum_squares(memory_.stream(), r.grads, r.grad_dtype, r.count,
                                           block_sums[i].data());
-      continue;
     }
-    threads_.parallel_for(blocks, 1, [&](size_t begin, size_t end) {
-      for (size_t k = begin; k < end; ++k) {
-        size_t first = k * kNormBlock, count = std::min(kNormBlock, r.count - first);
-        block_sums[i][k] = kernels_.sum_squares(static_cast<const char *>(r.grads) + first * esize_,
-                                                r.grad_dtype, count);
-      }
-    });
+    memory_.synchronize();
+    for (size_t i = 0; i < owned_.size(); ++i)
+      for (double s : block_sums[i])
+        sums[i] += s;
+  } else {
+    for (size_t i = 0; i < owned_.size(); ++i)
+      sums[i] = range_sum_squares(i);
   }
-  if (on_device_) memory_.synchronize();
-  for (size_t i = 0; i < owned_.size(); ++i) {
-    double sum = 0;
-    for (double s : block_sums[i])
-      sum += s;
-    partial[static_cast<size_t>(owned_[i].bucket) * n + static_cast<size_t>(owned_[i].owner)] = sum;
-  }
+  for (size_t i = 0; i < owned_.size(); ++i)
+    partial[static_cast<size_t>(owned_[i].bucket) * n + static_cast<size_t>(owned_[i].owner)] =
+        sums[i];
   if (!stage_.updates_everything) {
     std::vector<double> mine(nb);
     for (size_t b = 0; b < nb; ++b)
@@ -176,12 +195,94 @@ void OptimizerStep::for_each_range_on_device(
     kernel(p.param, p.range);
 }
 
-void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
+namespace {
+
+AdamStep adam_base(const EngineSettings &settings, float grad_scale, double lr, int64_t step) {
   const double t = static_cast<double>(step + 1);
+  AdamStep base;
+  const double bc1 = 1 - std::pow(settings.beta1, t), bc2 = 1 - std::pow(settings.beta2, t);
+  base.beta1 = static_cast<float>(settings.beta1);
+  base.beta2 = static_cast<float>(settings.beta2);
+  base.one_minus_beta1 = static_cast<float>(1 - settings.beta1);
+  base.one_minus_beta2 = static_cast<float>(1 - settings.beta2);
+  base.eps = static_cast<float>(settings.eps);
+  base.step_size = static_cast<float>(-lr / bc1);
+  base.inv_bc1 = static_cast<float>(1 / bc1);
+  base.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
+  base.grad_scale = grad_scale;
+  return base;
+}
+
+}  // namespace
+
+OptimizerStep::RangeKernel OptimizerStep::host_kernel(float grad_scale, double lr,
+                                                      int64_t step) const {
+  // The settings, the registry and the kernels outlive the kernel; the decays are read
+  // when it runs (the engine redoes a speculative update whose decays changed since).
+  auto decay_of = [this](int param) {
+    return param < 0 ? settings_.weight_decay
+                     : params_.weight_decay_of(param, settings_.weight_decay);
+  };
+  if (settings_.optimizer == ZRT_OPTIMIZER_SGD) {
+    SgdStep base;
+    base.lr = static_cast<float>(lr);
+    base.momentum = static_cast<float>(settings_.momentum);
+    base.nesterov = settings_.nesterov;
+    base.grad_scale = grad_scale;
+    return [this, base, decay_of](int param, const OptimRange &r) {
+      SgdStep s = base;
+      s.weight_decay = static_cast<float>(decay_of(param));
+      kernels_.sgd(s, r);
+    };
+  }
+  const AdamStep base = adam_base(settings_, grad_scale, lr, step);
+  return [this, base, decay_of, lr](int param, const OptimRange &r) {
+    AdamStep s = base;
+    double wd = decay_of(param);
+    if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr * wd);
+    if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(wd);
+    kernels_.adam(s, r);
+  };
+}
+
+void OptimizerStep::update_range(size_t owned_index, const OptimRange &r,
+                                 const RangeKernel &kernel) const {
+  constexpr size_t kGrain = 4096;
+  const OwnedRange &o = owned_[owned_index];
+  if (!params_.custom_decay()) {
+    threads_.parallel_for(r.count, kGrain, [&](size_t begin, size_t end) {
+      kernel(-1, sub_range(r, begin, end - begin));
+    });
+    return;
+  }
+  // As for_each_range: parameter by parameter, large pieces split across the threads.
+  const BucketInfo &b = layout_.bucket(o.bucket);
+  std::vector<std::pair<int, OptimRange>> small;
+  for (int p = b.first_param; p <= b.last_param; ++p) {
+    const ParamInfo &info = params_.all()[static_cast<size_t>(p)];
+    size_t from = std::max(info.offset, o.flat),
+           to = std::min(info.offset + info.numel, o.flat + o.count);
+    if (from >= to) continue;
+    OptimRange piece = sub_range(r, from - o.flat, to - from);
+    if (piece.count < 8 * kGrain) {
+      small.emplace_back(p, piece);
+      continue;
+    }
+    threads_.parallel_for(piece.count, kGrain, [&](size_t begin, size_t end) {
+      kernel(p, sub_range(piece, begin, end - begin));
+    });
+  }
+  threads_.parallel_for(small.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      kernel(small[i].first, small[i].second);
+  });
+}
+
+void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   // ZeRO-Offload: each range goes back to the device as soon as the CPU has updated it,
   // its copy overlapping the update of the next.
-  std::function<void(const OwnedRange &)> copy_back;
-  if (state_.offload_to_host()) copy_back = [this](const OwnedRange &o) { copy_to_device(o); };
+  std::function<void(const OwnedRange &)> copy_done;
+  if (state_.offload_to_host()) copy_done = [this](const OwnedRange &o) { copy_back(o); };
   auto decay_of = [&](int param) {
     return param < 0 ? settings_.weight_decay
                      : params_.weight_decay_of(param, settings_.weight_decay);
@@ -203,28 +304,18 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
     if (on_device_)
       for_each_range_on_device(sgd);
     else
-      for_each_range(sgd, copy_back);
+      for_each_range(sgd, copy_done);
     return;
   }
-  AdamStep base;
-  const double bc1 = 1 - std::pow(settings_.beta1, t), bc2 = 1 - std::pow(settings_.beta2, t);
-  base.beta1 = static_cast<float>(settings_.beta1);
-  base.beta2 = static_cast<float>(settings_.beta2);
-  base.one_minus_beta1 = static_cast<float>(1 - settings_.beta1);
-  base.one_minus_beta2 = static_cast<float>(1 - settings_.beta2);
-  base.eps = static_cast<float>(settings_.eps);
-  base.step_size = static_cast<float>(-lr / bc1);
-  base.inv_bc1 = static_cast<float>(1 / bc1);
-  base.inv_sqrt_bc2 = static_cast<float>(1 / std::sqrt(bc2));
-  base.grad_scale = grad_scale;
+  const AdamStep base = adam_base(settings_, grad_scale, lr, step);
   if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
     if (on_device_) {
       run_lamb_on_device(base, lr);
     } else {
       run_lamb(base, lr);
-      if (copy_back)
+      if (copy_done)
         for (const OwnedRange &o : owned_)
-          copy_back(o);
+          copy_done(o);
     }
     return;
   }
@@ -241,7 +332,7 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
   if (on_device_)
     for_each_range_on_device(adam);
   else
-    for_each_range(adam, copy_back);
+    for_each_range(adam, copy_done);
 }
 
 void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
@@ -259,17 +350,22 @@ void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
                  lr_trust[static_cast<size_t>(piece.param)]);
 }
 
-void OptimizerStep::copy_to_device(const OwnedRange &o) {
-  // The host's fp32 weights to the device's parameters, converted on the host into the
-  // host shard of the gradient (whose values the optimizer has used) on the way.
+void OptimizerStep::copy_back(const OwnedRange &o, const void *from) {
+  // The host's fp32 weights to the parameters, converted on the host on the way, into the
+  // host shard of the gradient (whose values the optimizer has used) when the parameters
+  // are on the device, straight into them when they are offloaded too.
   const float *w = state_.weights(o.state);
   void *dst = state_.params(o.index(stage_.params));
-  if (settings_.mixed()) {
+  const size_t bytes = o.count * esize_;
+  if (from == nullptr && !settings_.mixed()) from = w;
+  if (from != nullptr) {
+    memory_.offload_copy(dst, from, bytes);
+  } else if (state_.params_on_host()) {
+    kernels_.convert(w, dst, settings_.dtype, o.count);
+  } else {
     char *staging = state_.host_grads(o.state);
     kernels_.convert(w, staging, settings_.dtype, o.count);
-    memory_.offload_copy(dst, staging, o.count * esize_);
-  } else {
-    memory_.offload_copy(dst, w, o.count * sizeof(float));
+    memory_.offload_copy(dst, staging, bytes);
   }
 }
 
@@ -280,7 +376,7 @@ void OptimizerStep::refresh_compute_copies(bool all) {
     // the copies that the update did not hide.
     if (all)
       for (const OwnedRange &o : owned_)
-        copy_to_device(o);
+        copy_back(o);
     memory_.offload_synchronize();
     return;
   }

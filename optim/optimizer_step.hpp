@@ -36,11 +36,29 @@ class OptimizerStep {
                 MPI_Comm control, EngineMemory &memory, const Layout &layout,
                 const StageLayout &stage, ModelState &state, const ParamRegistry &params, int rank);
 
-  // True when a gradient on any rank is inf or NaN. Collective over control.
-  bool overflow() const;
+  // True when a gradient on any rank is inf or NaN. Collective over control. `local`,
+  // when given, is this rank's answer already known (the speculative step's).
+  bool overflow(const bool *local = nullptr) const;
   // The squared L2 norm of the (scaled) gradient over all ranks. Collective over control
-  // unless this rank updates everything (stage 0).
-  double grad_norm_squared() const;
+  // unless this rank updates everything (stage 0). `range_sums`, when given, are the
+  // owned ranges' sums already computed (range_sum_squares, in owned() order).
+  double grad_norm_squared(const std::vector<double> *range_sums = nullptr) const;
+  // On the host: an owned range's sum of squared gradients, over fixed blocks added in
+  // order (what grad_norm_squared adds), and whether it holds an inf or NaN. On the threads.
+  double range_sum_squares(size_t owned_index) const;
+  bool range_non_finite(size_t owned_index) const;
+
+  // One update on the host (SGD, Adam, AdamW; not LAMB), for update_range.
+  using RangeKernel = std::function<void(int param, const OptimRange &)>;
+  RangeKernel host_kernel(float grad_scale, double lr, int64_t step) const;
+  // Runs kernel over the owned range r (state_.range of owned()[owned_index], possibly with
+  // its compute copy redirected), parameter by parameter where weight decays differ, on
+  // the threads. The result is run()'s for that range, bit for bit.
+  void update_range(size_t owned_index, const OptimRange &r, const RangeKernel &kernel) const;
+  // ZeRO-Offload: an owned range's updated parameters to where the program reads them,
+  // from `from` (compute-dtype values of the range) or, when null, converted from the fp32
+  // weights on the way.
+  void copy_back(const OwnedRange &o, const void *from = nullptr);
   // Updates the owned ranges with gradients multiplied by grad_scale; `step` is the number
   // of steps applied before this one. Collective over control for LAMB. With ZeRO-Offload
   // each updated range is copied back to the device as it finishes.
@@ -66,8 +84,6 @@ class OptimizerStep {
   // done(range), when given, runs once a range is updated (at the end with per-parameter decay).
   void for_each_range(const std::function<void(int, const OptimRange &)> &kernel,
                       const std::function<void(const OwnedRange &)> &done = nullptr) const;
-  // ZeRO-Offload: an owned range's updated weights to the device's parameters.
-  void copy_to_device(const OwnedRange &o);
   void run_lamb(const AdamStep &base, double lr) const;
   void run_lamb_on_device(const AdamStep &base, double lr) const;
   // LAMB, host and device alike: base with param's weight decay, and each parameter's

@@ -33,6 +33,9 @@ class OwnedRequest {
     CommStats::Timer timer(*stats_);
     return request_->wait();
   }
+  // Whether it has completed, without blocking (drives the communicator's progress);
+  // throws its failure as wait() reports it.
+  bool test() { return request_->test() == ZRT_SUCCESS; }
 
  private:
   std::unique_ptr<Request, RequestRelease> request_;

@@ -45,22 +45,33 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       break;
     }
   if (buf.empty())
-    buf = EngineBuffer(memory_, state_.params_place(),
+    buf = EngineBuffer(memory_, state_.params_on_host() ? Place::Device : state_.params_place(),
                        std::max(bytes, layout_.max_single_group() * esize_), Lifetime::Transient,
                        false);
   resident_elements_ += g.group_length;
   used_[static_cast<size_t>(group)] = ++use_clock_;
   ++fetches_;
   // One all-gather per bucket of the group, each into its place in the group's buffer,
-  // after what the engine's stream still writes into the shard.
-  const Event ready = memory_.ready();
+  // after what the engine's stream still writes into the shard. With parameter offload
+  // the shard is in host memory: its slice goes first to its own place in the buffer, on
+  // the engine's stream, and the all-gather runs in place from there.
+  const bool from_host = state_.params_on_host();
+  Event ready = from_host ? Event() : memory_.ready();
   try {
     for (int k = group; k < group + g.group_buckets; ++k) {
       const BucketInfo &b = layout_.bucket(k);
       CollArgs a;
       a.kind = CollKind::AllGather;
-      a.send = state_.params(b.shard_offset);
       a.recv = buf.bytes() + (b.offset - g.group_offset) * esize_;
+      if (from_host) {
+        char *mine = static_cast<char *>(a.recv) +
+                     (layout_.slice_begin(b, comm_.rank()) - b.offset) * esize_;
+        memory_.offload_copy(mine, state_.params(b.shard_offset), b.slice * esize_);
+        a.send = mine;
+        ready = memory_.ready();
+      } else {
+        a.send = state_.params(b.shard_offset);
+      }
       a.count = b.length;
       a.dtype = dtype_;
       a.ready = ready;

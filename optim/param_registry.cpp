@@ -94,6 +94,7 @@ void ParamRegistry::set_weight_decay(int index, double weight_decay) {
          p.name, weight_decay);
   params_[static_cast<size_t>(index)].weight_decay = weight_decay;
   custom_decay_ = true;
+  ++decay_version_;
 }
 
 }  // namespace zrt

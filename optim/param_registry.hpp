@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <string>
@@ -45,6 +46,8 @@ class ParamRegistry {
     return wd >= 0 ? wd : engine_default;
   }
   bool custom_decay() const { return custom_decay_; }
+  // Changes with every set_weight_decay (an update computed before one is stale).
+  uint64_t decay_version() const { return decay_version_; }
 
  private:
   std::vector<ParamInfo> params_;
@@ -53,6 +56,7 @@ class ParamRegistry {
   checkpoint::TensorNames tensor_names_{"parameter", "registered"};
   std::deque<std::string> c_names_;  // a deque never moves its elements
   bool custom_decay_ = false;        // some parameter has its own weight decay
+  uint64_t decay_version_ = 0;
 };
 
 }  // namespace zrt

@@ -1,6 +1,7 @@
 #include "optim/zero_engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -49,6 +50,14 @@ Engine::Engine(Context &context, const EngineSettings &settings)
               "MPI_Iallreduce(engine.memory_space = auto)");
     wait_watched(control_, &request, "agreement on engine.memory_space = auto", {}, buffer);
     on_device = *have == 1;
+    // Agreed: every rank has the answer above.
+    if (!on_device && (settings.offload_optimizer || settings.offload_param))
+      fail(ZRT_ERR_NOT_SUPPORTED,
+           "zero_optimization.{}.device cpu moves a device engine's state to host memory, and "
+           "engine.memory_space auto put this engine in host memory (some rank has no device): "
+           "its state is in host memory already. Remove the key, or run where every rank has "
+           "a device",
+           settings.offload_optimizer ? "offload_optimizer" : "offload_param");
   }
   memory_ = std::make_unique<EngineMemory>(context, on_device, settings.stream, *kernels_);
   scaler_ = LossScaler(settings.scaler);
@@ -82,9 +91,7 @@ Engine::~Engine() {
   if (!failed.empty() && comm_) comm_->give_up(failed);
   // Collectives still in flight read and write our buffers: the parts wait for them as they
   // go, before the buffers and the communicator.
-  optimizer_.reset();
-  gatherer_.reset();
-  reducer_.reset();
+  reset_parts();
   // The engine's stream may still touch the buffers: it finishes before they are freed.
   if (memory_) memory_->synchronize();
   state_ = ModelState();
@@ -136,9 +143,7 @@ void Engine::commit_agreed() {
   layout_ = Layout(params_.all(), std::max<size_t>(settings_.reduce_bucket_bytes / es, 1), nranks_);
   params_.place(layout_);
   // What an earlier, failed commit made goes first: its buffers would fill the window.
-  optimizer_.reset();
-  gatherer_.reset();
-  reducer_.reset();
+  reset_parts();
   state_ = ModelState();
   // Before anything is allocated: a model that cannot fit says so, rather than grow until
   // a memory cgroup's kernel kills the job without a word.
@@ -156,11 +161,42 @@ void Engine::commit_agreed() {
                                                   comm_stats_, step_);
     optimizer_ = std::make_unique<OptimizerStep>(settings_, *kernels_, *threads_, control_,
                                                  *memory_, layout_, stage_, state_, params_, rank_);
+    if (ModelState::speculates(settings_, memory_->on_device())) {
+      speculative_ =
+          std::make_unique<SpeculativeStep>(*optimizer_, state_, settings_, scaler_.dynamic());
+      reducer_->set_offload_hooks(
+          [this](int bucket, Event arrived) {
+            // A background save may still be copying the state the update changes.
+            wait_for_snapshot();
+            speculative_->bucket_landed(
+                bucket, std::move(arrived),
+                update_key(1.0 / (scaler_.scale() * settings_.accumulation_steps)));
+          },
+          // Gradients dropped without a commit (a skipped or abandoned step): what the CPU
+          // did with them is undone.
+          [this] {
+            speculative_->finish();
+            speculative_->roll_back();
+          });
+    }
     memory_->synchronize();  // the zeroed buffers, before the program writes any
   });
   committed_ = true;
   log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
              param_count(), layout_.unpadded(), layout_.total(), layout_.buckets().size());
+}
+
+void Engine::reset_parts() {
+  if (reducer_) reducer_->set_offload_hooks({}, {});
+  speculative_.reset();  // after the updates it runs
+  optimizer_.reset();
+  gatherer_.reset();
+  reducer_.reset();
+}
+
+SpeculativeStep::Key Engine::update_key(double unscale) const {
+  // As step() computes them: clipping off (a factor of 1), the rate of the next update.
+  return {static_cast<float>(unscale * 1.0), lr(), step_, params_.decay_version()};
 }
 
 int Engine::window_ranks() const {
@@ -221,9 +257,16 @@ void Engine::set_weight_decay(int index, double weight_decay) {
 
 // --- parameters ------------------------------------------------------------------------
 
+void Engine::undo_speculation() {
+  if (!speculative_) return;
+  speculative_->finish();
+  speculative_->roll_back();
+}
+
 void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
   require_committed("zrt_param_set");
   wait_for_snapshot();
+  undo_speculation();  // the step then updates after backward, from these values
   require_nonnull(values, "values");
   const ParamInfo &p = param(index);
   if (memory_kind(values) == MemoryKind::Device)
@@ -277,6 +320,9 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
     require_nonnull(values, "values");
     dtype_size(dtype);
   });
+  // The weights as they are before the step: a CPU step run during backward is undone
+  // (the step redoes it after backward, to the same bits).
+  undo_speculation();
   const ParamInfo &p = param(index);
   if (stage_.updates_everything) {
     const float *weights = state_.weights(p.offset);
@@ -400,11 +446,25 @@ StepReport Engine::step(const std::function<void()> &check) {
   }
 
   const double unscale = 1.0 / (scaler_.scale() * settings_.accumulation_steps);
+  // The CPU step during backward: what is left of it, and whether it covered the whole
+  // shard with what this step uses.
+  double cpu_seconds = 0, cpu_exposed = 0;
+  bool speculated = false;
+  if (speculative_) {
+    cpu_exposed += speculative_->finish();
+    speculated = speculative_->complete(update_key(unscale));
+  }
+  auto cpu_times = [&] {
+    if (speculative_) cpu_seconds += speculative_->take_cpu_seconds();
+    report.offload_cpu_seconds = cpu_seconds;
+    report.offload_cpu_exposed_seconds = cpu_exposed;
+  };
   // A skipped update: every rank decided it alike (both checks below are agreed), and
   // nothing but the loss scale and the counters changes.
   auto skip = [&](double norm) {
     if (scaler_.dynamic()) scaler_.update(true);
-    reducer_->end_accumulation();
+    reducer_->end_accumulation();  // rolls a speculative update back
+    cpu_times();
     ++skipped_steps_;
     report.skipped = true;
     report.step = step_;
@@ -415,13 +475,16 @@ StepReport Engine::step(const std::function<void()> &check) {
     report.comm = comm_stats_.take();
     return report;
   };
-  if (scaler_.dynamic() && optimizer_->overflow()) {
+  bool known_overflow = speculated && speculative_->non_finite();
+  if (scaler_.dynamic() && optimizer_->overflow(speculated ? &known_overflow : nullptr)) {
     StepReport skipped = skip(std::numeric_limits<double>::infinity());
     log::info("step {}: gradient overflow on some rank, step skipped, loss scale now {}", step_,
               skipped.loss_scale);
     return skipped;
   }
-  const double norm = std::sqrt(optimizer_->grad_norm_squared()) * unscale;
+  const double norm =
+      std::sqrt(optimizer_->grad_norm_squared(speculated ? &speculative_->range_sums() : nullptr)) *
+      unscale;
   // The norm is agreed across ranks, so is this: a NaN or Inf gradient anywhere (fp32 and
   // bf16 have no loss scaler to catch it) skips the update on every rank.
   if (settings_.check_grad_overflow && !std::isfinite(norm)) {
@@ -435,11 +498,25 @@ StepReport Engine::step(const std::function<void()> &check) {
   double clip = 1;
   if (settings_.gradient_clipping > 0 && norm > settings_.gradient_clipping)
     clip = settings_.gradient_clipping / (norm + 1e-6);
-  optimizer_->run(static_cast<float>(unscale * clip), report.lr, step_);
+  if (speculated && clip == 1) {
+    speculative_->commit();  // the update backward hid is this step's, bit for bit
+  } else {
+    // Clipping changed the update (or the CPU step did not cover the shard): the ranges
+    // it updated go back to their saved values, and the step updates after backward.
+    const auto t0 = std::chrono::steady_clock::now();
+    if (speculative_) speculative_->roll_back();
+    optimizer_->run(static_cast<float>(unscale * clip), report.lr, step_);
+    if (state_.offload_to_host()) {
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      cpu_seconds += t;
+      cpu_exposed += t;
+    }
+  }
   optimizer_->refresh_compute_copies(false);
   refresh_params();
 
   reducer_->end_accumulation();
+  cpu_times();
   ++step_;
   scaler_.update(false);
   offload_times();

@@ -40,6 +40,7 @@
 #include "optim/param_gatherer.hpp"
 #include "optim/param_registry.hpp"
 #include "optim/pending_save.hpp"
+#include "optim/speculative_step.hpp"
 #include "optim/stage_layout.hpp"
 #include "runtime/agreement_watch.hpp"
 #include "runtime/mpi_comm.hpp"
@@ -55,6 +56,8 @@ struct StepReport {
   int64_t step = 0;
   double loss_scale = 1, grad_norm = 0;
   double offload_copy_seconds = 0, offload_exposed_seconds = 0;
+  // ZeRO-Offload: the CPU's time on the update, and the part of it the step waited for.
+  double offload_cpu_seconds = 0, offload_cpu_exposed_seconds = 0;
   CommStats comm;  // since the previous report
   double lr = 0;   // of this call's update, or of the next one
 };
@@ -173,6 +176,14 @@ class Engine {
   void require_committed(const char *what) const;
   void validate_ready(const std::function<void()> &check);
   void commit_agreed();
+  // The parts made at commit, in the order their users need (speculative_ uses optimizer_,
+  // the reducer's hooks speculative_).
+  void reset_parts();
+  // Restores the state a CPU step run during backward changed (before the state is read or
+  // written between backward and the step). Local.
+  void undo_speculation();
+  // What an update made now depends on (SpeculativeStep::Key), for the step's grad scale.
+  SpeculativeStep::Key update_key(double unscale) const;
   // After the optimizer changed the weights: the parameters every rank computes with.
   void refresh_params();
   // Collective: the node-shared window for the collectives' buffers, when the settings and
@@ -208,6 +219,7 @@ class Engine {
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3 only
   std::unique_ptr<OptimizerStep> optimizer_;
+  std::unique_ptr<SpeculativeStep> speculative_;  // engine.offload_step during_backward
   std::shared_ptr<PendingSave> pending_save_;
   int64_t step_ = 0;
   int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life

@@ -120,11 +120,6 @@ std::vector<ConfigKey> deepspeed_keys() {
   ConfigKey accum_dtype = only_checked(config_choice(
       "data_types.grad_accum_dtype", "fp32", {"fp32", "fp16", "bf16"},
       "accepted equal to the compute dtype, in which zerort adds the micro-steps' gradients"));
-  ConfigKey offload_param = only_checked(config_choice(
-      "zero_optimization.offload_param.device", "none", {"none", "cpu"},
-      "cpu is accepted with engine.memory_space host, whose parameters are in host memory "
-      "already; zerort does not move a device engine's parameters to the host (and has no "
-      "NVMe offload)"));
   ConfigKey offload_pin = only_checked(
       config_key("zero_optimization.offload_optimizer.pin_memory", ConfigType::Bool, "true",
                  "accepted true, or false without optimizer offload: zerort keeps an offloaded "
@@ -236,12 +231,10 @@ std::vector<ConfigKey> deepspeed_keys() {
       flag_only("zero_optimization.stage3_gather_16bit_weights_on_model_save", true,
                 "zerort's checkpoints always hold whole tensors, gathered from the shards "
                 "(zrt-ckpt export writes them in 16 bits if asked)"),
-      offload_param,
-      only(config_key("zero_optimization.offload_param.pin_memory", ConfigType::Bool, "false",
-                      "accepted either way: zerort offloads parameters only for a host "
-                      "engine, whose parameters are never copied to a device, which is "
-                      "what pinning speeds up"),
-           {"true", "false"}),
+      only_checked(config_key("zero_optimization.offload_param.pin_memory", ConfigType::Bool,
+                              "true",
+                              "accepted true, or false without parameter offload: zerort keeps "
+                              "offloaded parameters in pinned host memory")),
       refused("zero_optimization.offload_param.nvme_path", nvme),
       refused("zero_optimization.offload_param.buffer_count", nvme),
       refused("zero_optimization.offload_param.buffer_size", nvme),
@@ -326,9 +319,26 @@ std::vector<ConfigKey> engine_keys() {
                           "backward; off: reduce synchronously"),
                "ZRT_OVERLAP_COMM"),
       with_env(config_choice("zero_optimization.offload_optimizer.device", "none", {"none", "cpu"},
-                             "cpu: optimizer state in pinned host memory, updated on the CPU "
-                             "(ZeRO-Offload)"),
+                             "cpu: a device engine's optimizer state in pinned host memory, "
+                             "updated on the CPU (ZeRO-Offload; stages 1-3); refused on a host "
+                             "engine, whose state is in host memory already"),
                "ZRT_OFFLOAD_OPTIMIZER"),
+      with_env(config_choice("zero_optimization.offload_param.device", "none", {"none", "cpu"},
+                             "cpu: at stage 3 on a device engine with the optimizer offloaded, "
+                             "this rank's shard of the parameters lives in pinned host memory "
+                             "and goes to the device just before each gather (ZeRO-Infinity's "
+                             "parameter offload, without NVMe)"),
+               "ZRT_OFFLOAD_PARAM"),
+      config_choice("engine.offload_step", "during_backward", {"during_backward", "after_backward"},
+                    "with zero_optimization.offload_optimizer.device cpu on a device engine: "
+                    "during_backward updates each bucket's shard on the CPU as soon as its "
+                    "gradient reaches the host, speculatively (no clipping, no skip), and "
+                    "commits at zrt_engine_step, redoing the update from a saved copy when "
+                    "clipping or a non-finite gradient changes it, so the result is the "
+                    "after_backward step's bit for bit; it keeps a host copy of the shard's "
+                    "master weights and moments (12 bytes a parameter with Adam). "
+                    "after_backward: the whole update after the last reduction. LAMB always "
+                    "steps after backward (its trust ratios need every shard)"),
       with_env(config_int("zero_optimization.stage3_max_live_parameters", 1000000000, 0,
                           int64_t{1} << 48,
                           "stage 3: gathered parameters (elements) kept resident after release "

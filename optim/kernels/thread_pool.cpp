@@ -63,6 +63,7 @@ void ThreadPool::run(const std::function<void(int)> &fn) {
     fn(0);
     return;
   }
+  std::lock_guard turn(run_mutex_);
   {
     std::lock_guard lock(mutex_);
     task_ = &fn;

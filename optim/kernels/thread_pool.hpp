@@ -23,7 +23,9 @@ class ThreadPool {
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Runs fn(worker) on every worker, the caller being worker 0, and waits for all.
+  // Runs fn(worker) on every worker, the caller being worker 0, and waits for all. Callers
+  // on different threads (an engine's speculative step during backward, another engine's
+  // step) take turns: one task at a time.
   void run(const std::function<void(int)> &fn);
   // Splits [0, count) into size() contiguous chunks of multiples of `grain` elements.
   void parallel_for(size_t count, size_t grain,
@@ -33,6 +35,7 @@ class ThreadPool {
   void loop(int worker);
 
   std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // one caller's task at a time
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)> *task_ = nullptr;

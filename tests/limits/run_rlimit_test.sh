@@ -79,6 +79,18 @@ run d2_acts -d1500000 "$gpt2" --config d2 --batch 16 --seq 1024 --data "$data/mo
 expect d2_acts 1 "zrt-gpt2: this rank needs 3.81 GiB more host memory (activations for 16 x 1024 tokens: 3.81 GiB)" \
   "under RLIMIT_DATA (ulimit -d) of 1.43 GiB" "To fit: a smaller --batch or --seq, --recompute or --offload-activations, or a larger ulimit -d"
 
+# ZeRO-Offload keeps the optimizer state in pinned (mlocked) host memory, which RLIMIT_MEMLOCK
+# (ulimit -l) bounds for a process without CAP_IPC_LOCK (setpriv takes root's away): past it
+# the engine fails at commit with the numbers, rather than train on pageable memory. With
+# the capability the same limit does not apply, and the job trains.
+nocap=(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock)
+offload=(--config d2 --device emulated --zero-stage 2 --offload-optimizer cpu)
+run d2_memlock -l1024 "${nocap[@]}" "$gpt2" "${offload[@]}" --data "$data/moby-dick" "${quiet[@]}"
+expect d2_memlock 1 "the offloaded state needs" "of pinned host memory on this rank, and RLIMIT_MEMLOCK (ulimit -l) lets this process lock 1 MiB" \
+  "raise the limit (ulimit -l unlimited"
+run d2_memlock_cap -l1024 "$gpt2" "${offload[@]}" --data "$data/moby-dick" "${quiet[@]}"
+expect d2_memlock_cap 0 "(optimizer state and step offloaded to the CPU)"
+
 if [ -x "$bert" ] && [ -d "$data/bert/moby-dick" ]; then
   run bert_acts -d1500000 "$bert" --config bert-mini --batch 64 --seq 512 \
     --data "$data/bert/moby-dick" --steps 2 --eval-every 0

@@ -54,14 +54,31 @@ void make(Engine &e, const zrt_engine_params_t &p) {
 
 }  // namespace
 
+// Settings (engine.offload_step, parameter offload) on top of params_of's.
+zrt_engine_params_t with_settings(zrt_engine_params_t p, const char *json) {
+  p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
+  p.settings = json;
+  return p;
+}
+
+constexpr const char *kAfterBackward = R"({"engine": {"offload_step": "after_backward"}})";
+constexpr const char *kOffloadParam =
+    R"({"zero_optimization": {"offload_param": {"device": "cpu"}}})";
+
 TEST(DeviceEngineMemory, ReportMatchesTheZeroAndZeroOffloadFormulas) {
   ZRT_SKIP_WITHOUT_DEVICE();
   const double n = test::size();
+  enum Mode { None, AfterBackward, DuringBackward, Params };
   for (int stage = 1; stage <= 3; ++stage)
-    for (bool offload : {false, true}) {
-      SCOPED_TRACE(fmt::format("bf16 stage {} offload {}", stage, offload));
+    for (Mode mode : {None, AfterBackward, DuringBackward, Params}) {
+      if (mode == Params && stage != 3) continue;
+      SCOPED_TRACE(fmt::format("bf16 stage {} offload mode {}", stage, static_cast<int>(mode)));
       Engine e;
-      make(e, params_of(stage, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, offload));
+      zrt_engine_params_t p =
+          params_of(stage, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, mode != None);
+      if (mode == AfterBackward) p = with_settings(p, kAfterBackward);
+      if (mode == Params) p = with_settings(p, kOffloadParam);
+      make(e, p);
       zrt_memory_report_t m{};
       m.field_mask = ZRT_MEMORY_REPORT_FIELD_ALL;
       CHECK_OK(zrt_engine_memory(e.e, &m));
@@ -69,11 +86,18 @@ TEST(DeviceEngineMemory, ReportMatchesTheZeroAndZeroOffloadFormulas) {
       // Model states by place (the ZeRO paper's K = 12 for Adam, 16-bit compute): without
       // offload everything is on the device; with it the fp32 master weights, the moments
       // and the gradient shard are in pinned host memory (ZeRO-Offload: 12P/N + 2P/N), and
-      // the device keeps the parameters (and stage 1's full gradient).
+      // the device keeps the parameters (and stage 1's full gradient). The CPU step during
+      // backward adds its saved copy of the weights and moments (12P/N) and the staged
+      // 16-bit update (2P/N); parameter offload moves stage 3's shard (2P/N) to the host.
       const double all[] = {0, 4 * P + 12 * P / n, 2 * P + 14 * P / n, 16 * P / n};
       const double device_offload[] = {0, 4 * P, 2 * P, 2 * P / n};
-      const double device_states = offload ? device_offload[stage] : all[stage];
-      const double host_states = offload ? 14 * P / n : 0;
+      const double device_states = mode == None     ? all[stage]
+                                   : mode == Params ? 0
+                                                    : device_offload[stage];
+      const double host_states = mode == None             ? 0
+                                 : mode == AfterBackward  ? 14 * P / n
+                                 : mode == DuringBackward ? 28 * P / n
+                                                          : 30 * P / n;
       EXPECT_NEAR(static_cast<double>(m.device_bytes - m.buckets), device_states,
                   0.02 * device_states + 4096);
       EXPECT_NEAR(static_cast<double>(m.host_bytes), host_states, 0.02 * host_states + 4096);
@@ -143,7 +167,7 @@ TEST(DeviceEngineOffload, TheStepReportTimesTheCopiesAndWhatNothingHid) {
     bool offload;
   };
   for (Case c : {Case{ZRT_ENGINE_MEMORY_DEVICE, true}, Case{ZRT_ENGINE_MEMORY_DEVICE, false},
-                 Case{ZRT_ENGINE_MEMORY_HOST, true}}) {
+                 Case{ZRT_ENGINE_MEMORY_HOST, false}}) {
     SCOPED_TRACE(fmt::format("{} offload {}",
                              c.memory == ZRT_ENGINE_MEMORY_HOST ? "host" : "device", c.offload));
     zrt_engine_params_t p = params_of(2, ZRT_DTYPE_BF16, c.memory, c.offload);
@@ -160,8 +184,10 @@ TEST(DeviceEngineOffload, TheStepReportTimesTheCopiesAndWhatNothingHid) {
         CHECK_OK(zrt_param_grad_ready(e.e, e.params[t]));
       }
       zrt_step_report_t r{};
-      r.field_mask = ZRT_STEP_REPORT_FIELD_APPLIED | ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES;
+      r.field_mask = ZRT_STEP_REPORT_FIELD_APPLIED | ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES |
+                     ZRT_STEP_REPORT_FIELD_OFFLOAD_CPU;
       r.offload_copy_seconds = r.offload_exposed_seconds = -1;
+      r.offload_cpu_seconds = r.offload_cpu_exposed_seconds = -1;
       const auto t0 = std::chrono::steady_clock::now();
       CHECK_OK(zrt_engine_step(e.e, &r));
       const double step_seconds =
@@ -171,12 +197,22 @@ TEST(DeviceEngineOffload, TheStepReportTimesTheCopiesAndWhatNothingHid) {
         EXPECT_GT(r.offload_copy_seconds, 0.0);
         EXPECT_GE(r.offload_exposed_seconds, 0.0);
         EXPECT_LE(r.offload_exposed_seconds, step_seconds + 1.0);
+        // The CPU's update ran during backward: some of it, at least, took time, and the
+        // step cannot have waited for more of it than the whole call took.
+        EXPECT_GT(r.offload_cpu_seconds, 0.0);
+        EXPECT_GE(r.offload_cpu_exposed_seconds, 0.0);
+        EXPECT_LE(r.offload_cpu_exposed_seconds, step_seconds + 1e-3);
         if (test::rank() == 0)
-          std::printf("  ZeRO-Offload copies %.3f ms, of which the host waited %.3f ms\n",
-                      1e3 * r.offload_copy_seconds, 1e3 * r.offload_exposed_seconds);
+          std::printf(
+              "  ZeRO-Offload copies %.3f ms, of which the host waited %.3f ms; CPU step %.3f "
+              "ms, of which the step waited %.3f ms\n",
+              1e3 * r.offload_copy_seconds, 1e3 * r.offload_exposed_seconds,
+              1e3 * r.offload_cpu_seconds, 1e3 * r.offload_cpu_exposed_seconds);
       } else {
         EXPECT_EQ(r.offload_copy_seconds, 0.0);
         EXPECT_EQ(r.offload_exposed_seconds, 0.0);
+        EXPECT_EQ(r.offload_cpu_seconds, 0.0);
+        EXPECT_EQ(r.offload_cpu_exposed_seconds, 0.0);
       }
     }
   }

@@ -99,10 +99,17 @@ with tempfile.TemporaryDirectory() as tmp:
           and "x 2 micro-step(s)" in out and "ZeRO stage 3 on 1 rank(s), fp32, SGD" in out,
           f"s3.json: zrt-bert runs stage 3, SGD, 2 micro-steps (exit {rc})", out)
 
-    # The Hugging Face Trainer's files: "auto" filled, WarmupLR drives the rate.
+    # The Hugging Face Trainer's files: "auto" filled, WarmupLR drives the rate. They offload
+    # the optimizer, which moves a device engine's state: on the host the key is refused
+    # before training, naming the file; on the (emulated) device they train.
+    rc, out = run(gpt2, short + ["--steps", "1"], os.path.join(here, "ds_zero2_hf.json"))
+    check(rc != 0 and "zero_optimization.offload_optimizer.device cpu (from " in out
+          and "ds_zero2_hf.json) moves a device engine's state to host memory" in out,
+          f"ds_zero2_hf.json on a host engine: offload refused (exit {rc})", out)
     for name in ("ds_zero2_hf.json", "ds_zero3_hf.json"):
         metrics = os.path.join(tmp, name + ".jsonl")
-        rc, out = run(gpt2, short + ["--steps", "4", "--lr", "0.002", "--json-metrics", metrics],
+        rc, out = run(gpt2, short + ["--steps", "4", "--lr", "0.002", "--device", "emulated",
+                                     "--json-metrics", metrics],
                       os.path.join(here, name))
         check(rc == 0, f"{name}: zrt-gpt2 trains (exit {rc})", out)
         stage = "3" if "zero3" in name else "2"
@@ -126,7 +133,7 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{name}: the rates {rates} follow WarmupLR {want}", out)
 
     # The trainer's own schedule options set the file's scheduler aside, and say so.
-    rc, out = run(gpt2, short + ["--steps", "1", "--warmup", "2"],
+    rc, out = run(gpt2, short + ["--steps", "1", "--warmup", "2", "--device", "emulated"],
                   os.path.join(here, "ds_zero2_hf.json"))
     check(rc == 0 and "lr schedule: the scheduler warmuplr (from ds_zero2_hf.json) set aside "
           "for --warmup" in out and "lr 3.0e-03 (warmup 2, cosine to 3.0e-04)" in out

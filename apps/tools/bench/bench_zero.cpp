@@ -34,6 +34,8 @@ struct ZeroOptions {
   // ZeRO-Offload (offload_optimizer = cpu) at stages 1-3; stage 0, which cannot offload,
   // stays the baseline.
   bool offload = false;
+  // engine.offload_step of the offloaded device engines: during_backward, after_backward.
+  std::string offload_step = "during_backward";
   // Where the host engine's collective buffers live (engine.shared_buffers): "both" runs
   // every case on private buffers and then on node-shared ones, beside each other.
   std::string buckets = "both";
@@ -86,8 +88,9 @@ class GpuWork {
 };
 
 struct CaseResult {
-  double seconds = 0;                            // median step time
-  double offload_copy = 0, offload_exposed = 0;  // summed over the timed steps
+  double seconds = 0;                               // median step time
+  double offload_copy = 0, offload_exposed = 0;     // summed over the timed steps
+  double offload_cpu = 0, offload_cpu_exposed = 0;  // the CPU step, summed likewise
   // The share of the timed steps' time the program waited on the engine's collectives
   // (the step report's comm_wait_seconds), on the rank that waited most.
   double exposed_comm = 0;
@@ -124,7 +127,14 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   p.stage = stage;
   p.overlap = overlap;
   p.memory_space = device ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
-  p.offload_optimizer = opt.offload && stage > 0;
+  // Offload moves a device engine's state (a host engine refuses it).
+  p.offload_optimizer = opt.offload && stage > 0 && device;
+  const std::string settings =
+      fmt::format(R"({{"engine": {{"offload_step": "{}"}}}})", opt.offload_step);
+  if (p.offload_optimizer) {
+    p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
+    p.settings = settings.c_str();
+  }
   zrt_engine_h e = nullptr;
   ZCHECK(zrt_engine_create(ctx, &p, &e));
   if (gpu != nullptr) ZCHECK(zrt_engine_set_stream(e, gpu->stream()));
@@ -177,7 +187,8 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
       }
     }
     zrt_step_report_t r{};
-    r.field_mask = ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES | ZRT_STEP_REPORT_FIELD_COMMUNICATION;
+    r.field_mask = ZRT_STEP_REPORT_FIELD_OFFLOAD_TIMES | ZRT_STEP_REPORT_FIELD_OFFLOAD_CPU |
+                   ZRT_STEP_REPORT_FIELD_COMMUNICATION;
     ZCHECK(zrt_engine_step(e, &r));
     if (gpu != nullptr) gpu->synchronize();  // the step ends with the program's work done
     return r;
@@ -198,6 +209,8 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
     times.push_back(dt);
     out.offload_copy += r.offload_copy_seconds;
     out.offload_exposed += r.offload_exposed_seconds;
+    out.offload_cpu += r.offload_cpu_seconds;
+    out.offload_cpu_exposed += r.offload_cpu_exposed_seconds;
   }
   ZCHECK(zrt_engine_destroy(e));
   std::sort(times.begin(), times.end());
@@ -205,7 +218,8 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   out.exposed_comm = stepped > 0 ? waited / stepped : 0;
   MPI_Allreduce(MPI_IN_PLACE, &out.exposed_comm, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // Rank 0 reports the rank whose copies were least hidden.
-  double shares[2] = {out.offload_exposed, out.offload_copy};
+  double shares[4] = {out.offload_exposed, out.offload_copy, out.offload_cpu_exposed,
+                      out.offload_cpu};
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   struct {
@@ -213,9 +227,11 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
     int rank;
   } mine{out.offload_copy > 0 ? out.offload_exposed / out.offload_copy : 0, rank}, worst{};
   MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
-  MPI_Bcast(shares, 2, MPI_DOUBLE, worst.rank, MPI_COMM_WORLD);
+  MPI_Bcast(shares, 4, MPI_DOUBLE, worst.rank, MPI_COMM_WORLD);
   out.offload_exposed = shares[0];
   out.offload_copy = shares[1];
+  out.offload_cpu_exposed = shares[2];
+  out.offload_cpu = shares[3];
   return out;
 }
 
@@ -259,11 +275,15 @@ int run_zero(const ZeroOptions &opt) {
         "collectives' buffers private or in the node-shared window (engine.shared_buffers)\n"
         "{:>6} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}{}{}\n",
         opt.layers, opt.width, opt.width, params / 1e6, n,
-        opt.offload ? " with ZeRO-Offload at stages 1-3" : "",
+        opt.offload
+            ? fmt::format(" with ZeRO-Offload at stages 1-3 (CPU step {})", opt.offload_step)
+            : std::string(),
         device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
         "buckets", "seconds", "vs stage 0", "exposed", "vs private",
         beside_host ? fmt::format(" {:>10} {:>12}", "host s", "vs host") : "",
-        offload_times ? fmt::format(" {:>12} {:>8}", "copies s", "hidden") : "");
+        offload_times
+            ? fmt::format(" {:>12} {:>8} {:>10} {:>8}", "copies s", "hidden", "cpu s", "hidden")
+            : "");
   for (bool overlap : {true, false}) {
     std::vector<double> base(2, 0.0);
     for (int stage : opt.stages) {
@@ -280,6 +300,10 @@ int run_zero(const ZeroOptions &opt) {
         const bool offloaded = offload_times && c.offload_copy > 0;
         const double hidden =
             offloaded ? std::max(0.0, 1.0 - c.offload_exposed / c.offload_copy) : 0;
+        // And of the CPU step, the share backward hid.
+        const double cpu_hidden = offloaded && c.offload_cpu > 0
+                                      ? std::max(0.0, 1.0 - c.offload_cpu_exposed / c.offload_cpu)
+                                      : 0;
         // Whether the engine had a window: none with one rank, or on a backend without one.
         const char *where = device ? "device" : c.shared_bytes > 0 ? "shared" : "private";
         double &b = base[shared ? 1 : 0];
@@ -313,15 +337,21 @@ int run_zero(const ZeroOptions &opt) {
             j["offload_copy_seconds"] = c.offload_copy;
             j["offload_exposed_seconds"] = c.offload_exposed;
             j["offload_hidden_share"] = hidden;
+            j["offload_step"] = opt.offload_step;
+            j["offload_cpu_seconds"] = c.offload_cpu;
+            j["offload_cpu_exposed_seconds"] = c.offload_cpu_exposed;
+            j["offload_cpu_hidden_share"] = cpu_hidden;
           }
           fmt::print("{}\n", j.dump());
         } else {
-          fmt::print(
-              "{:>6} {:>8} {:>8} {:>10.4f} {:>11.3f}x {:>7.1f}% {:>12}{}{}\n", stage,
-              overlap ? "on" : "off", where, t, ratio, 100 * c.exposed_comm,
-              vs_private > 0 ? fmt::format("{:.3f}x", vs_private) : std::string("-"),
-              beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
-              offloaded ? fmt::format(" {:>12.4f} {:>7.1f}%", c.offload_copy, 100 * hidden) : "");
+          fmt::print("{:>6} {:>8} {:>8} {:>10.4f} {:>11.3f}x {:>7.1f}% {:>12}{}{}\n", stage,
+                     overlap ? "on" : "off", where, t, ratio, 100 * c.exposed_comm,
+                     vs_private > 0 ? fmt::format("{:.3f}x", vs_private) : std::string("-"),
+                     beside_host ? fmt::format(" {:>10.4f} {:>11.3f}x", host, t / host) : "",
+                     offloaded
+                         ? fmt::format(" {:>12.4f} {:>7.1f}% {:>10.4f} {:>7.1f}%", c.offload_copy,
+                                       100 * hidden, c.offload_cpu, 100 * cpu_hidden)
+                         : "");
         }
         std::fflush(stdout);
       }
@@ -358,6 +388,11 @@ void add_zero_bench(CLI::App &app) {
   sub->add_flag("--offload", opt->offload,
                 "ZeRO-Offload at stages 1-3 (stage 0 stays the baseline); on the device the "
                 "copies' time and the share of it hidden behind backward and the update");
+  sub->add_option("--offload-step", opt->offload_step,
+                  "with --offload on the device: the CPU step during_backward (hidden behind "
+                  "backward, speculatively) or after_backward (engine.offload_step)")
+      ->check(CLI::IsMember({"during_backward", "after_backward"}))
+      ->capture_default_str();
   sub->callback([opt] {
     int rc = run_zero(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -33,6 +33,8 @@ struct Options {
   std::string dtype = "fp32", optimizer = "adamw";
   double momentum = 0;
   bool offload_optimizer = false;
+  bool offload_param = false;       // stage 3: the parameter shard on the host
+  std::string offload_step;         // engine.offload_step; empty: the configuration's
   int64_t reduce_bucket_bytes = 0;  // 0: the engine's default (or the configuration file's)
   std::string config_file;
   int micro_batch = 1, seq = 0;  // seq 0: the model's positions
@@ -206,6 +208,16 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   p.momentum = o.momentum;
   p.offload_optimizer = o.offload_optimizer ? 1 : 0;
   p.memory_space = o.gpus ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
+  // Parameter offload and the CPU step's mode reach the engine as keys (they have no field
+  // of their own), over --config's, when given: the engine checks them as it would a job's.
+  nlohmann::json keys = nlohmann::json::object();
+  if (o.offload_param) keys["zero_optimization"]["offload_param"]["device"] = "cpu";
+  if (!o.offload_step.empty()) keys["engine"]["offload_step"] = o.offload_step;
+  const std::string settings = keys.dump();
+  if (!keys.empty()) {
+    p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
+    p.settings = settings.c_str();
+  }
   // Accumulation adds landing slices at stages 2-3.
   if (o.accumulation < 1)
     throw InputError(fmt::format("--accumulation is {}: at least 1", o.accumulation));
@@ -296,6 +308,7 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                       {"dtype", o.dtype},
                       {"optimizer", o.optimizer},
                       {"offload_optimizer", o.offload_optimizer},
+                      {"offload_param", o.offload_param},
                       {"nodes", r.nodes},
                       {"ranks_per_node", o.ranks_per_node},
                       {"nranks", r.nranks},
@@ -567,7 +580,15 @@ int main(int argc, char **argv) {
   app.add_option("--optimizer", o.optimizer, "adamw, adam, lamb, sgd")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD's momentum (0: no state)")->capture_default_str();
   app.add_flag("--offload-optimizer", o.offload_optimizer,
-               "ZeRO-Offload: master weights and optimizer state in pinned host memory");
+               "ZeRO-Offload (with --gpus): master weights and optimizer state in pinned host "
+               "memory");
+  app.add_flag("--offload-param", o.offload_param,
+               "with --gpus, --stage 3 and --offload-optimizer: the parameter shard in pinned "
+               "host memory too");
+  app.add_option("--offload-step", o.offload_step,
+                 "during_backward (the CPU step hidden behind backward, which keeps a saved "
+                 "copy of the shard's state) or after_backward")
+      ->check(CLI::IsMember({"during_backward", "after_backward"}));
   app.add_option("--reduce-bucket-bytes", o.reduce_bucket_bytes,
                  "the engine's bucket size (default: the engine's, or --config's)")
       ->transform(CLI::AsSizeValue(false));

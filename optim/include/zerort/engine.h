@@ -327,7 +327,9 @@ ZRT_API zrt_status_t zrt_param_grad_ready(zrt_engine_h engine, zrt_param_h param
  * comm_all_reduce_bytes */
 #define ZRT_STEP_REPORT_FIELD_COMMUNICATION ZRT_BIT(7)
 #define ZRT_STEP_REPORT_FIELD_LR ZRT_BIT(8)
-#define ZRT_STEP_REPORT_FIELD_ALL (ZRT_BIT(9) - 1)
+/** offload_cpu_seconds, offload_cpu_exposed_seconds */
+#define ZRT_STEP_REPORT_FIELD_OFFLOAD_CPU ZRT_BIT(9)
+#define ZRT_STEP_REPORT_FIELD_ALL (ZRT_BIT(10) - 1)
 /** @} */
 
 /** @brief What zrt_engine_step reports: the fields named in field_mask. */
@@ -371,6 +373,14 @@ typedef struct zrt_step_report {
    *  of an accumulation, the rate the next update will run with: the scheduler's (see
    *  zrt_engine_step) or the program's (zrt_engine_set_lr). */
   double lr;
+  /** ZeRO-Offload on the device (0 otherwise): the CPU's time on this rank's optimizer
+   *  update in the call that applied or skipped it, and of that the time the call waited
+   *  for it. With engine.offload_step during_backward the CPU updates each bucket's shard
+   *  as its gradient reaches the host, hidden behind the rest of backward; what is exposed
+   *  is the update of the last buckets and, on a step that clipping or a non-finite
+   *  gradient changed, the redo after backward. 1 - exposed / cpu is the share hidden. */
+  double offload_cpu_seconds;
+  double offload_cpu_exposed_seconds;
 } zrt_step_report_t;
 
 /**
