@@ -384,6 +384,10 @@ class EngineModelState final : public ModelState {
     s.lr = r.lr;
     s.comm = {r.comm_wait_seconds, r.comm_reduce_scatter_bytes, r.comm_all_gather_bytes,
               r.comm_all_reduce_bytes};
+    s.offload_copy_seconds = r.offload_copy_seconds;
+    s.offload_copy_exposed_seconds = r.offload_exposed_seconds;
+    s.offload_cpu_seconds = r.offload_cpu_seconds;
+    s.offload_cpu_exposed_seconds = r.offload_cpu_exposed_seconds;
     return s;
   }
 

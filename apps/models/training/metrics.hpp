@@ -6,6 +6,9 @@
 //    "mem_activations_sampling", "mem_rss", "mem_peak_rss",  (bytes, per rank)
 //    "comm_wait_ms", "comm_reduce_scatter_bytes", "comm_all_gather_bytes",
 //    "comm_all_reduce_bytes"}  (the engine's collectives in the step, this rank's wait)
+//    with ZeRO-Offload also "offload_copy_ms", "offload_copy_exposed_ms",
+//    "offload_cpu_ms", "offload_cpu_exposed_ms" (the copies and the CPU's update, and
+//    what of each the step waited for)
 //   {"type":"eval", "step", "val_loss"}
 //   {"type":"sample", "step", "text"}
 //   {"type":"end", "steps", "reason", ...}

@@ -141,6 +141,14 @@ RunSummary TrainingLoop::run(TrainerHooks &hooks) {
     if (const int64_t used = device_used_bytes(); used >= 0) m.extra["mem_device_used"] = used;
     m.mem_peak_rss = peak_resident_bytes();
     m.comm = s.report.comm;
+    // ZeRO-Offload: the copies and the CPU's update, and the part of each the step waited
+    // for (1 - exposed / total is the share backward hid).
+    if (s.report.offload_copy_seconds > 0 || s.report.offload_cpu_seconds > 0) {
+      m.extra["offload_copy_ms"] = s.report.offload_copy_seconds * 1e3;
+      m.extra["offload_copy_exposed_ms"] = s.report.offload_copy_exposed_seconds * 1e3;
+      m.extra["offload_cpu_ms"] = s.report.offload_cpu_seconds * 1e3;
+      m.extra["offload_cpu_exposed_ms"] = s.report.offload_cpu_exposed_seconds * 1e3;
+    }
     m.loss_detail = s.loss_detail;
     log_.step(m);
     result.losses.push_back(s.loss);

@@ -43,6 +43,7 @@ struct Options {
   int nodes = 1, ranks_per_node = 1;
   bool gpus = false;
   int64_t memory_per_rank = 0;
+  int64_t host_memory_per_rank = 0;  // with --gpus: the host memory each rank may use
   std::string backend = "auto";
   bool json = false, sweep = false;
   std::string plot;  // a PNG of model states per rank against ranks, every stage
@@ -332,6 +333,10 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                  {"exposed_comm_seconds", r.step.exposed},
                  {"overlap", r.overlap},
                  {"comm_model", r.comm_source}};
+  if (o.host_memory_per_rank > 0 && o.gpus) {
+    j["host_memory_per_rank"] = o.host_memory_per_rank;
+    j["host_fits"] = r.report.host_bytes <= o.host_memory_per_rank;
+  }
   if (o.memory_per_rank > 0) {
     j["memory_per_rank"] = o.memory_per_rank;
     j["fits"] = r.needed(o.gpus) <= o.memory_per_rank;
@@ -393,6 +398,16 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
                    : std::string("does not fit"));
   else
     fmt::print("needs {} per rank\n", bytes_text(need));
+  // Offload's side: the model states in host memory (activations offloaded come on top).
+  if (o.gpus && o.host_memory_per_rank > 0) {
+    const int64_t host = r.report.host_bytes;
+    fmt::print("host memory: needs {} of the {} each rank has: {}\n", bytes_text(host),
+               bytes_text(o.host_memory_per_rank),
+               host <= o.host_memory_per_rank
+                   ? fmt::format("fits ({:.0f}%)", 100.0 * static_cast<double>(host) /
+                                                       static_cast<double>(o.host_memory_per_rank))
+                   : std::string("does not fit"));
+  }
 }
 
 // Node counts of a sweep: powers of two up to --nodes, and --nodes itself.
@@ -608,6 +623,10 @@ int main(int argc, char **argv) {
   app.add_option("--memory-per-rank", o.memory_per_rank,
                  "memory each rank may use (a GPU's, or host memory / ranks): 141GB (10^9), "
                  "80GiB (2^30)")
+      ->transform(CLI::AsSizeValue(true));
+  app.add_option("--host-memory-per-rank", o.host_memory_per_rank,
+                 "with --gpus: the host memory each rank may use for the model states offloaded "
+                 "to it (the node's memory / ranks per node): 128GiB")
       ->transform(CLI::AsSizeValue(true));
   app.add_option("--backend", o.backend,
                  "the job's comm.backend: auto, shm or hier (a node-shared window for the "

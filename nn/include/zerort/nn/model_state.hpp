@@ -67,6 +67,11 @@ struct StepReport {
   int64_t optimizer_steps = 0;  // updates applied so far
   CommFigures comm;             // of this call (a store without collectives: zeros)
   double lr = 0;                // the rate of this call's update (or of the next one)
+  // ZeRO-Offload on the device (zeros otherwise): the copies between device and host and
+  // the CPU's update in the call that applied or skipped the update, and of each the time
+  // the step waited (zrt_step_report_t's offload_* fields).
+  double offload_copy_seconds = 0, offload_copy_exposed_seconds = 0;
+  double offload_cpu_seconds = 0, offload_cpu_exposed_seconds = 0;
 };
 
 /// Bytes of model state this rank holds, by kind (as zrt_memory_report_t).
