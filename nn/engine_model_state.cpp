@@ -367,6 +367,10 @@ class EngineModelState final : public ModelState {
     return resolved_;
   }
 
+  void begin_step(std::optional<double> lr) override {
+    if (lr && program_lr_) check(zrt_engine_set_lr(engine_, *lr));
+  }
+
   StepReport step(std::optional<double> lr) override {
     // The engine's scheduler sets the rate itself (and refuses the program's).
     if (lr && program_lr_) check(zrt_engine_set_lr(engine_, *lr));

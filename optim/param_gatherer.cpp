@@ -52,11 +52,13 @@ void ParamGatherer::fetch(int group, bool wait_now) {
   used_[static_cast<size_t>(group)] = ++use_clock_;
   ++fetches_;
   // One all-gather per bucket of the group, each into its place in the group's buffer,
-  // after what the engine's stream still writes into the shard. With parameter offload
-  // the shard is in host memory: its slice goes first to its own place in the buffer, on
-  // the engine's stream, and the all-gather runs in place from there.
+  // after what the engine's stream still writes into the shard and after the program's work
+  // so far (a reused buffer may still be read by it). With parameter offload the shard is
+  // in host memory: its slice goes first to its own place in the buffer, on the engine's
+  // stream (untimed: the step report times the step's copies, and gathers happen outside
+  // steps too), and the all-gather runs in place from there.
   const bool from_host = state_.params_on_host();
-  Event ready = from_host ? Event() : memory_.ready();
+  Event ready = memory_.ready();
   try {
     for (int k = group; k < group + g.group_buckets; ++k) {
       const BucketInfo &b = layout_.bucket(k);
@@ -66,9 +68,9 @@ void ParamGatherer::fetch(int group, bool wait_now) {
       if (from_host) {
         char *mine = static_cast<char *>(a.recv) +
                      (layout_.slice_begin(b, comm_.rank()) - b.offset) * esize_;
-        memory_.offload_copy(mine, state_.params(b.shard_offset), b.slice * esize_);
+        memory_.copy(mine, state_.params(b.shard_offset), b.slice * esize_);
         a.send = mine;
-        ready = memory_.ready();
+        ready = memory_.recorded();
       } else {
         a.send = state_.params(b.shard_offset);
       }

@@ -24,6 +24,7 @@ SpeculativeStep::SpeculativeStep(OptimizerStep &optimizer, ModelState &state,
     owned_of_bucket_[b].push_back(i);
   }
   updated_.assign(owned.size(), 0);
+  changed_.assign(owned.size(), 0);
   non_finite_.assign(owned.size(), 0);
   sums_.assign(owned.size(), 0.0);
   worker_ = std::thread([this] { work(); });
@@ -32,6 +33,7 @@ SpeculativeStep::SpeculativeStep(OptimizerStep &optimizer, ModelState &state,
 SpeculativeStep::~SpeculativeStep() {
   {
     std::lock_guard lock(mutex_);
+    queue_.clear();  // updates nobody will commit; the one running finishes
     stop_ = true;
   }
   wake_.notify_all();
@@ -86,7 +88,7 @@ void SpeculativeStep::update(size_t owned) {
   Key key;
   {
     std::lock_guard lock(mutex_);
-    if (updated_[owned]) return;  // landed twice (an abandoned micro-step's drain)
+    if (changed_[owned]) return;  // landed twice (an abandoned micro-step's drain)
     key = key_;
   }
   const OwnedRange &o = optimizer_.owned()[owned];
@@ -98,17 +100,19 @@ void SpeculativeStep::update(size_t owned) {
     r.copy_dtype = r.grad_dtype;
   }
   const OptimRange saved = state_.saved(o);
-  const OptimizerStep::RangeKernel kernel =
-      optimizer_.host_kernel(key.grad_scale, key.lr, key.step);
-  // Each piece is saved just before the kernel updates it, on the same thread, while its
-  // bytes are in cache.
-  optimizer_.update_range(owned, r, [&](int param, const OptimRange &piece) {
+  // The whole range is saved before any of it changes, so that a failure part way through
+  // the update still rolls back to the right values; the range counts as changed from then.
+  optimizer_.update_range(owned, r, [&](int, const OptimRange &piece) {
     const size_t at = static_cast<size_t>(piece.weights - r.weights), bytes = piece.count * 4;
     std::memcpy(saved.weights + at, piece.weights, bytes);
     if (piece.m != nullptr) std::memcpy(saved.m + at, piece.m, bytes);
     if (piece.v != nullptr) std::memcpy(saved.v + at, piece.v, bytes);
-    kernel(param, piece);
   });
+  {
+    std::lock_guard lock(mutex_);
+    changed_[owned] = 1;
+  }
+  optimizer_.update_range(owned, r, optimizer_.host_kernel(key.grad_scale, key.lr, key.step));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard lock(mutex_);
@@ -149,7 +153,7 @@ void SpeculativeStep::commit() {
 void SpeculativeStep::roll_back() {
   const std::vector<OwnedRange> &owned = optimizer_.owned();
   for (size_t i = 0; i < owned.size(); ++i) {
-    if (!updated_[i]) continue;
+    if (!changed_[i]) continue;
     const OptimRange r = state_.range(owned[i]), saved = state_.saved(owned[i]);
     const size_t bytes = r.count * 4;
     std::memcpy(r.weights, saved.weights, bytes);
@@ -164,6 +168,7 @@ void SpeculativeStep::reset() {
   begun_ = false;
   failure_.clear();
   std::fill(updated_.begin(), updated_.end(), 0);
+  std::fill(changed_.begin(), changed_.end(), 0);
   std::fill(non_finite_.begin(), non_finite_.end(), 0);
   std::fill(sums_.begin(), sums_.end(), 0.0);
 }

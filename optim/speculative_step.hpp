@@ -72,7 +72,7 @@ class SpeculativeStep {
   // The updated ranges to where the program reads the parameters (OptimizerStep::
   // copy_back), on the engine's stream. Then the next step begins.
   void commit();
-  // Restores every range updated since the last commit from its saved copy. Then the next
+  // Restores every range changed since the last commit from its saved copy. Then the next
   // step begins.
   void roll_back();
   // The CPU's time on the updates since the last call, in seconds.
@@ -101,8 +101,9 @@ class SpeculativeStep {
   bool busy_ = false, stop_ = false;
   Key key_;
   bool begun_ = false;
-  // Per owned range: updated with key_ (saved first), its sum of squares, its flag.
-  std::vector<char> updated_, non_finite_;
+  // Per owned range: saved and (possibly part) changed; updated with key_ in full; its
+  // sum of squares and non-finite flag.
+  std::vector<char> changed_, updated_, non_finite_;
   std::vector<double> sums_;
   std::string failure_;  // the worker's first error: the step runs after backward instead
   double cpu_seconds_ = 0;

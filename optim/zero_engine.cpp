@@ -252,6 +252,7 @@ void Engine::set_lr(double lr) {
 }
 
 void Engine::set_weight_decay(int index, double weight_decay) {
+  undo_speculation();  // the CPU step reads the decays; the step redoes it with the new one
   params_.set_weight_decay(index, weight_decay);
 }
 
@@ -267,6 +268,8 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
   require_committed("zrt_param_set");
   wait_for_snapshot();
   undo_speculation();  // the step then updates after backward, from these values
+  // Offloaded parameters: the gathers' copies from the shard on the engine's stream first.
+  if (state_.params_on_host()) memory_->synchronize();
   require_nonnull(values, "values");
   const ParamInfo &p = param(index);
   if (memory_kind(values) == MemoryKind::Device)
@@ -504,7 +507,13 @@ StepReport Engine::step(const std::function<void()> &check) {
     // Clipping changed the update (or the CPU step did not cover the shard): the ranges
     // it updated go back to their saved values, and the step updates after backward.
     const auto t0 = std::chrono::steady_clock::now();
-    if (speculative_) speculative_->roll_back();
+    if (speculative_) {
+      log::debug("step {}: the CPU step during backward is redone after it: {}", step_ + 1,
+                 speculated ? "clipping changed the update"
+                            : "the rate, loss scale or a weight decay changed after it began, "
+                              "or the state was read or set between backward and the step");
+      speculative_->roll_back();
+    }
     optimizer_->run(static_cast<float>(unscale * clip), report.lr, step_);
     if (state_.offload_to_host()) {
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -228,11 +228,13 @@ bool Model::step_after_backward() {
   const Shape &in = net_->in_shape(), &out = net_->out_shape();
   Pass pass{state_->store(), batch_, true, micro_steps_, rank_, config_.seed, tokens_};
   const int64_t in_rows = rows_of(in, batch_), out_rows = rows_of(out, batch_);
+  std::optional<double> lr;
+  if (!config_.schedule.type.empty()) lr = config_.schedule.lr(optimizer_steps_);
+  // The rate before backward: ZeRO-Offload's CPU step starts during it.
+  state_->begin_step(lr);
   net_->backward(pass, CMat<float>(input_.view.data(), in_rows, in.back()),
                  CMat<float>(output_.view.data(), out_rows, out.back()),
                  CMat<float>(dout_.view.data(), out_rows, out.back()), Mat<float>());
-  std::optional<double> lr;
-  if (!config_.schedule.type.empty()) lr = config_.schedule.lr(optimizer_steps_);
   const StepReport r = state_->step(lr);
   ++micro_steps_;
   if (r.applied) {

@@ -190,6 +190,8 @@ struct BertTrainer::Impl : training::TrainerHooks {
     double mlm_sum = 0, nsp_sum = 0, mlm_correct = 0, nsp_correct = 0;
     training::StepOutcome out;
     training::CommFigures comm;
+    // The rate first: ZeRO-Offload's CPU step starts during the last backward.
+    state_.begin_step(lr);
     for (int k = 0; k < accum_; ++k) {
       device_->set(host_[size_t(k)], opt_.config.vocab_size, opt_.config.type_vocab_size);
       const BertLosses l = model_.forward(*acts_, device_->view());

@@ -171,6 +171,8 @@ struct Trainer::Impl : training::TrainerHooks {
     double loss = 0;
     training::StepOutcome out;
     training::CommFigures comm;
+    // The rate first: ZeRO-Offload's CPU step starts during the last backward.
+    state_.begin_step(lr);
     for (int k = 0; k < accum; ++k) {
       train_loader_.next(batch_.inputs, batch_.targets);
       ++micro_batches_;

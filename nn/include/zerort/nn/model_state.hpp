@@ -6,6 +6,7 @@
 //   store()                 a ParameterStore over zrt_param_data / zrt_param_grad_data /
 //                           zrt_param_grad_ready / zrt_param_gather / zrt_param_release
 //   loss_scale()            zrt_engine_loss_scale (1 unless fp16)
+//   begin_step(lr)          zrt_engine_set_lr(lr) before the step's micro-steps
 //   step(lr)                zrt_engine_set_lr(lr) (unless the engine's scheduler sets the
 //                           rate: no lr); zrt_engine_step(&report), after every micro-step
 //                           (the engine counts them and updates on the last)
@@ -97,6 +98,11 @@ class ModelState {
   /// without one at the rate of the state's own schedule (the engine's scheduler).
   /// Collective.
   virtual StepReport step(std::optional<double> lr) = 0;
+  /// Before an optimizer step's micro-steps: the rate @p lr its update will run at (as step
+  /// will be given), so that an update the state starts during backward uses it (ZeRO-
+  /// Offload's CPU step, engine.offload_step during_backward, which a rate changed after
+  /// backward makes redo). Local.
+  virtual void begin_step(std::optional<double> lr) { (void)lr; }
   virtual StateMemory memory() const = 0;
   /// What stage 0 (full model states on every rank) would hold instead of memory(), for
   /// comparison: 16 bytes a parameter with Adam.
