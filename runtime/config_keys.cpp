@@ -329,16 +329,18 @@ std::vector<ConfigKey> engine_keys() {
                              "and goes to the device just before each gather (ZeRO-Infinity's "
                              "parameter offload, without NVMe)"),
                "ZRT_OFFLOAD_PARAM"),
-      config_choice("engine.offload_step", "during_backward", {"during_backward", "after_backward"},
-                    "with zero_optimization.offload_optimizer.device cpu on a device engine: "
-                    "during_backward updates each bucket's shard on the CPU as soon as its "
-                    "gradient reaches the host, speculatively (no clipping, no skip), and "
-                    "commits at zrt_engine_step, redoing the update from a saved copy when "
-                    "clipping or a non-finite gradient changes it, so the result is the "
-                    "after_backward step's bit for bit; it keeps a host copy of the shard's "
-                    "master weights and moments (12 bytes a parameter with Adam). "
-                    "after_backward: the whole update after the last reduction. LAMB always "
-                    "steps after backward (its trust ratios need every shard)"),
+      with_env(config_choice(
+                   "engine.offload_step", "during_backward", {"during_backward", "after_backward"},
+                   "with zero_optimization.offload_optimizer.device cpu on a device engine: "
+                   "during_backward updates each bucket's shard on the CPU as soon as its "
+                   "gradient reaches the host, speculatively (no clipping, no skip), and "
+                   "commits at zrt_engine_step, redoing the update from a saved copy when "
+                   "clipping or a non-finite gradient changes it, so the result is the "
+                   "after_backward step's bit for bit; it keeps a host copy of the shard's "
+                   "master weights and moments (12 bytes a parameter with Adam). "
+                   "after_backward: the whole update after the last reduction. LAMB always "
+                   "steps after backward (its trust ratios need every shard)"),
+               "ZRT_OFFLOAD_STEP"),
       with_env(config_int("zero_optimization.stage3_max_live_parameters", 1000000000, 0,
                           int64_t{1} << 48,
                           "stage 3: gathered parameters (elements) kept resident after release "
