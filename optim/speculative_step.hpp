@@ -60,6 +60,12 @@ class SpeculativeStep {
   // the key (the first bucket's key is the step's; the worker runs every update of a step
   // with it).
   void bucket_landed(int bucket, Event arrived, const Key &key);
+  // Whether this step's updates have begun (a bucket landed since the last commit or
+  // roll_back).
+  bool begun() const {
+    std::lock_guard lock(mutex_);
+    return begun_;
+  }
   // Waits until every queued update is done. Returns the seconds the caller waited.
   double finish();
   // After finish(): whether every owned range was updated with `key`, so that commit()

@@ -166,6 +166,8 @@ void Engine::commit_agreed() {
           std::make_unique<SpeculativeStep>(*optimizer_, state_, settings_, scaler_.dynamic());
       reducer_->set_offload_hooks(
           [this](int bucket, Event arrived) {
+            // Paused after repeated redos: this step updates after backward only.
+            if (step_ < speculate_from_) return;
             // A background save may still be copying the state the update changes.
             wait_for_snapshot();
             speculative_->bucket_landed(
@@ -503,17 +505,28 @@ StepReport Engine::step(const std::function<void()> &check) {
     clip = settings_.gradient_clipping / (norm + 1e-6);
   if (speculated && clip == 1) {
     speculative_->commit();  // the update backward hid is this step's, bit for bit
+    redo_streak_ = 0;
+    redo_pause_ = 1;
   } else {
     // Clipping changed the update (or the CPU step did not cover the shard): the ranges
     // it updated go back to their saved values, and the step updates after backward.
     const auto t0 = std::chrono::steady_clock::now();
-    if (speculative_) {
+    if (speculative_ && speculative_->begun()) {
       log::debug("step {}: the CPU step during backward is redone after it: {}", step_ + 1,
                  speculated ? "clipping changed the update"
                             : "the rate, loss scale or a weight decay changed after it began, "
                               "or the state was read or set between backward and the step");
-      speculative_->roll_back();
+      // A redo costs more than not speculating: after two in a row (clipping acts on most
+      // early steps of a run), the CPU steps after backward for 1, 2, 4 ... 64 steps, then
+      // tries again. The result is the same bits either way.
+      if (++redo_streak_ >= 2) {
+        speculate_from_ = step_ + 1 + redo_pause_;
+        log::debug("the CPU step during backward pauses for {} step(s)", redo_pause_);
+        redo_pause_ = std::min<int64_t>(2 * redo_pause_, 64);
+        redo_streak_ = 0;
+      }
     }
+    if (speculative_) speculative_->roll_back();
     optimizer_->run(static_cast<float>(unscale * clip), report.lr, step_);
     if (state_.offload_to_host()) {
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

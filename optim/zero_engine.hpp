@@ -220,6 +220,10 @@ class Engine {
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3 only
   std::unique_ptr<OptimizerStep> optimizer_;
   std::unique_ptr<SpeculativeStep> speculative_;  // engine.offload_step during_backward
+  // Its back-off after redone steps: consecutive redos, the first step it speculates
+  // again, and the next pause's length.
+  int redo_streak_ = 0;
+  int64_t speculate_from_ = 0, redo_pause_ = 1;
   std::shared_ptr<PendingSave> pending_save_;
   int64_t step_ = 0;
   int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life

@@ -881,8 +881,10 @@ TEST(DeviceEngine, OffloadStepDuringBackwardIsTheStepAfterBackwardBitwise) {
           EXPECT_EQ(after.reports[i].skipped, during.reports[i].skipped) << "step " << i;
           EXPECT_EQ(during.reports[i].skipped, static_cast<int>(i) == run.nan_step);
           if (clip && during.reports[i].grad_norm > run.clip) ++clipped;
-          // The CPU ran the update (or, skipped, the update that was undone).
-          EXPECT_GT(during.reports[i].offload_cpu_seconds, 0.0) << "step " << i;
+          // The CPU ran the update, during backward or after it.
+          if (!during.reports[i].skipped) {
+            EXPECT_GT(during.reports[i].offload_cpu_seconds, 0.0) << "step " << i;
+          }
         }
         if (clip) {
           EXPECT_GT(clipped, 0) << "no step clipped: the case tests nothing";
