@@ -343,6 +343,7 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"overlap", s.overlap},
         {"offload_optimizer", s.offload_optimizer},
         {"offload_param", s.offload_param},
+        {"offload_ratio", s.offload_ratio},
         {"offload_step", s.offload_during_backward ? "during_backward" : "after_backward"},
         {"gradient_clipping", s.gradient_clipping},
         {"gradient_accumulation_steps", s.accumulation_steps},
@@ -360,6 +361,7 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"settings", settings},
     };
     e.describe_comm(out["comm"]);
+    if (e.committed()) out["offload_share"] = e.offload_share();
     copy_out(out.dump(), buf, size, length_p);
     return ZRT_SUCCESS;
   });

@@ -282,6 +282,35 @@ void refuse_host_offload(const Config &c, const EngineSettings &s, const std::st
   if (s.offload_param) refuse("zero_optimization.offload_param.device");
 }
 
+// Partial offload: a share of the state on the CPU, the rest on the device. A ratio that
+// would change nothing is refused rather than ignored.
+void check_offload_ratio(const Config &c, const EngineSettings &s) {
+  const char *key = "zero_optimization.offload_optimizer.ratio";
+  if (!(s.offload_ratio > 0 && s.offload_ratio <= 1))
+    fail(ZRT_ERR_CONFIG,
+         "{} is {} (from {}): it must be > 0 and <= 1 (the share of the "
+         "optimizer state on the CPU)",
+         key, s.offload_ratio, c.origin(key));
+  if (s.offload_ratio == 1) return;
+  if (!s.offload_optimizer)
+    fail(ZRT_ERR_CONFIG,
+         "{} {} (from {}) is the share of an offloaded optimizer state, and the optimizer is "
+         "not offloaded: set zero_optimization.offload_optimizer.device cpu, or remove the key",
+         key, s.offload_ratio, c.origin(key));
+  if (s.offload_param)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "{} {} (from {}) keeps part of the optimizer state on the device, and "
+         "zero_optimization.offload_param.device cpu keeps the parameters it updates on the "
+         "host: use one or the other",
+         key, s.offload_ratio, c.origin(key));
+  if (s.optimizer == ZRT_OPTIMIZER_LAMB)
+    fail(ZRT_ERR_NOT_SUPPORTED,
+         "{} {} (from {}) splits the update between the CPU and the device, and LAMB's trust "
+         "ratios need every part of a parameter in one place: offload all of it (ratio 1) or "
+         "use AdamW",
+         key, s.offload_ratio, c.origin(key));
+}
+
 // The keys that describe what zerort does anyway, where that depends on other settings.
 void check_only_keys(const Config &c, const EngineSettings &s) {
   const std::string dtype = dtype_name(s.dtype);
@@ -368,6 +397,7 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
   s.offload_optimizer = c.get_string("zero_optimization.offload_optimizer.device") == "cpu";
   s.offload_param = c.get_string("zero_optimization.offload_param.device") == "cpu";
   s.offload_during_backward = c.get_string("engine.offload_step") == "during_backward";
+  s.offload_ratio = c.get_double("zero_optimization.offload_optimizer.ratio");
   s.gradient_clipping = c.get_double("gradient_clipping");
   const BatchSizes batch = resolve_batch_sizes(
       batch_value(c, "train_batch_size"), batch_value(c, "train_micro_batch_size_per_gpu"),
@@ -434,6 +464,7 @@ EngineSettings EngineSettings::resolve(const Config &config, const zrt_engine_pa
          "zero_optimization.offload_optimizer.device cpu as well: the CPU updates the "
          "offloaded parameters in place",
          c.origin("zero_optimization.offload_param.device"));
+  check_offload_ratio(c, s);
   if (s.nesterov && s.momentum == 0)
     fail(ZRT_ERR_CONFIG, "optimizer.params.nesterov needs a momentum > 0");
   resolve_scheduler(c, s);

@@ -29,6 +29,8 @@ struct EngineSettings {
   bool overlap = true;
   bool offload_optimizer = false;
   bool offload_param = false;  // stage 3: the parameter shard in pinned host memory
+  // The share of the optimizer state offloaded (partial offload below 1; model_state.hpp).
+  double offload_ratio = 1;
   // ZeRO-Offload's CPU step during backward (engine.offload_step during_backward).
   bool offload_during_backward = true;
   double gradient_clipping = 0;

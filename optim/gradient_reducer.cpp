@@ -195,7 +195,7 @@ void GradientReducer::post_bucket(int bucket) {
     case Reduction::ReduceScatterBuckets:
       a.kind = CollKind::ReduceScatter;
       a.send = group_buffer(bucket) + (b.offset - b.group_offset) * esize_;
-      if (micro_ == 0 && !to_host_) {
+      if (micro_ == 0 && !to_host(b)) {
         a.recv = state_.grads(b.shard_offset);  // the first micro-step writes directly
       } else {
         pending.landing = take_landing();
@@ -216,7 +216,7 @@ void GradientReducer::land(const BucketInfo &b, int landing) {
   land_slice(b, landing);
   // The last micro-step's slice is the gradient the optimizer reads: on the host, the CPU
   // may update it once the copy (the engine's stream so far) is done.
-  if (to_host_ && landed_ && last_micro_step() && stage_.reduction != Reduction::AllReduce)
+  if (to_host(b) && landed_ && last_micro_step() && stage_.reduction != Reduction::AllReduce)
     landed_(b.index, memory_.recorded());
 }
 
@@ -226,17 +226,17 @@ void GradientReducer::land_slice(const BucketInfo &b, int landing) {
     case Reduction::AllReduce:
       return;
     case Reduction::ReduceScatterToSlice:
-      if (to_host_)
+      if (to_host(b))
         memory_.offload_copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
       else
         memory_.copy(state_.grads(layout_.slice_begin(b, rank_)), landing_.data(landing), bytes);
       return;
     case Reduction::ReduceScatterBuckets:
       if (landing < 0) return;  // it landed in the shard itself
-      if (to_host_ && micro_ == 0) {
+      if (to_host(b) && micro_ == 0) {
         // Overlapped with the rest of backward: the copy runs on the engine's stream.
         memory_.offload_copy(state_.host_grads(b.shard_offset), landing_.data(landing), bytes);
-      } else if (to_host_) {
+      } else if (to_host(b)) {
         memory_.offload_copy(host_landing_.bytes(), landing_.data(landing), bytes);
         memory_.offload_synchronize();
         accumulate(state_.host_grads(b.shard_offset), host_landing_.bytes(), b.slice, dtype_);
@@ -275,7 +275,8 @@ void GradientReducer::drain() {
 void GradientReducer::finish() {
   drain();
   // With ZeRO-Offload what is left of the gradients' copies to the host: the part of them
-  // that backward did not hide.
+  // that backward did not hide (the wait is for the whole stream: a partial offload's
+  // device part as well).
   if (to_host_)
     memory_.offload_synchronize();
   else

@@ -133,8 +133,12 @@ class GradientReducer {
   std::vector<int> buffer_of_;  // group -> bucket buffer, -1 if none
   BufferSet landing_;           // slice-sized landing buffers
   size_t landing_bytes_ = 0;
-  const bool to_host_;         // ZeRO-Offload on the device
+  const bool to_host_;         // ZeRO-Offload on the device (of some buckets, when partial)
   EngineBuffer host_landing_;  // to_host_: where a later micro-step's slice is added from
+  // Whether bucket b's reduced slice goes to the host shard (its state is offloaded).
+  bool to_host(const BucketInfo &b) const {
+    return to_host_ && b.shard_offset >= state_.host_begin();
+  }
 
   std::function<void(int, Event)> landed_;
   std::function<void()> settle_;

@@ -26,24 +26,27 @@ OptimizerStep::OptimizerStep(const EngineSettings &settings, const KernelTable &
       rank_(rank),
       nranks_(layout.nranks()),
       esize_(dtype_size(settings.dtype)),
-      owned_(stage.owned_ranges(layout, rank)) {}
+      owned_(stage.owned_ranges(layout, rank)) {
+  for (const OwnedRange &o : owned_)
+    (runs_on_device(o) ? device_ranges_ : host_ranges_).push_back(o);
+}
+
+bool OptimizerStep::runs_on_device(const OwnedRange &o) const {
+  return memory_.on_device() && !state_.offloaded(o);
+}
 
 bool OptimizerStep::overflow(const bool *known) const {
   int local = 0;
+  for (const OwnedRange &o : device_ranges_) {
+    OptimRange r = state_.range(o);
+    memory_.kernels().non_finite(memory_.stream(), r.grads, r.grad_dtype, r.count, &local);
+  }
+  if (!device_ranges_.empty()) memory_.synchronize();
   if (known != nullptr) {
-    local = *known ? 1 : 0;
-  } else if (on_device_) {
-    for (const OwnedRange &o : owned_) {
-      OptimRange r = state_.range(o);
-      memory_.kernels().non_finite(memory_.stream(), r.grads, r.grad_dtype, r.count, &local);
-    }
-    memory_.synchronize();
+    local |= *known ? 1 : 0;
   } else {
-    for (size_t i = 0; i < owned_.size(); ++i)
-      if (range_non_finite(i)) {
-        local = 1;
-        break;
-      }
+    for (size_t i = 0; i < owned_.size() && local == 0; ++i)
+      if (!runs_on_device(owned_[i]) && range_non_finite(i)) local = 1;
   }
   watched_allreduce(control_, &local, 1, MPI_INT, MPI_MAX, "agreement on non-finite gradients");
   return local != 0;
@@ -85,23 +88,22 @@ double OptimizerStep::grad_norm_squared(const std::vector<double> *range_sums) c
   const size_t nb = layout_.buckets().size(), n = static_cast<size_t>(nranks_);
   std::vector<double> partial(nb * n, 0.0);
   std::vector<double> sums(owned_.size(), 0.0);
-  if (range_sums != nullptr) {
-    sums = *range_sums;
-  } else if (on_device_) {
-    std::vector<std::vector<double>> block_sums(owned_.size());
-    for (size_t i = 0; i < owned_.size(); ++i) {
-      OptimRange r = state_.range(owned_[i]);
-      block_sums[i].assign((r.count + kNormBlock - 1) / kNormBlock, 0.0);
-      memory_.kernels().block_sum_squares(memory_.stream(), r.grads, r.grad_dtype, r.count,
-                                          block_sums[i].data());
-    }
-    memory_.synchronize();
-    for (size_t i = 0; i < owned_.size(); ++i)
+  // The device's ranges first (their sums come back through the stream), then the host's.
+  std::vector<std::vector<double>> block_sums(owned_.size());
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    if (!runs_on_device(owned_[i])) continue;
+    OptimRange r = state_.range(owned_[i]);
+    block_sums[i].assign((r.count + kNormBlock - 1) / kNormBlock, 0.0);
+    memory_.kernels().block_sum_squares(memory_.stream(), r.grads, r.grad_dtype, r.count,
+                                        block_sums[i].data());
+  }
+  if (!device_ranges_.empty()) memory_.synchronize();
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    if (runs_on_device(owned_[i]))
       for (double s : block_sums[i])
         sums[i] += s;
-  } else {
-    for (size_t i = 0; i < owned_.size(); ++i)
-      sums[i] = range_sum_squares(i);
+    else
+      sums[i] = range_sums != nullptr ? (*range_sums)[i] : range_sum_squares(i);
   }
   for (size_t i = 0; i < owned_.size(); ++i)
     partial[static_cast<size_t>(owned_[i].bucket) * n + static_cast<size_t>(owned_[i].owner)] =
@@ -132,10 +134,11 @@ OptimRange OptimizerStep::sub_range(const OptimRange &r, size_t begin, size_t co
   return sub;
 }
 
-std::vector<OptimizerStep::Piece> OptimizerStep::param_pieces() const {
+std::vector<OptimizerStep::Piece> OptimizerStep::param_pieces(
+    const std::vector<OwnedRange> &ranges) const {
   std::vector<Piece> pieces;
   const std::vector<ParamInfo> &params = params_.all();
-  for (const OwnedRange &o : owned_) {
+  for (const OwnedRange &o : ranges) {
     OptimRange r = state_.range(o);
     const BucketInfo &b = layout_.bucket(o.bucket);
     for (int p = b.first_param; p <= b.last_param; ++p) {
@@ -143,18 +146,20 @@ std::vector<OptimizerStep::Piece> OptimizerStep::param_pieces() const {
       size_t from = std::max(info.offset, o.flat),
              to = std::min(info.offset + info.numel, o.flat + o.count);
       if (from < to)
-        pieces.push_back({p, o.owner, from - info.offset, sub_range(r, from - o.flat, to - from)});
+        pieces.push_back({p, o.owner, from - info.offset, sub_range(r, from - o.flat, to - from),
+                          state_.state_place(o) == Place::Device});
     }
   }
   return pieces;
 }
 
-void OptimizerStep::for_each_range(const std::function<void(int, const OptimRange &)> &kernel,
+void OptimizerStep::for_each_range(const std::vector<OwnedRange> &ranges,
+                                   const std::function<void(int, const OptimRange &)> &kernel,
                                    const std::function<void(const OwnedRange &)> &done) const {
   constexpr size_t kGrain = 4096;
   if (!params_.custom_decay()) {
     // One weight decay for everything: whole owned ranges, padding included (zeros stay 0).
-    for (const OwnedRange &o : owned_) {
+    for (const OwnedRange &o : ranges) {
       OptimRange r = state_.range(o);
       threads_.parallel_for(r.count, kGrain, [&](size_t begin, size_t end) {
         kernel(-1, sub_range(r, begin, end - begin));
@@ -165,7 +170,7 @@ void OptimizerStep::for_each_range(const std::function<void(int, const OptimRang
   }
   // Per-parameter decay: parameter by parameter; large pieces split across the threads,
   // small ones shared out whole.
-  std::vector<Piece> pieces = param_pieces(), small;
+  std::vector<Piece> pieces = param_pieces(ranges), small;
   for (const Piece &p : pieces) {
     if (p.range.count < 8 * kGrain) {
       small.push_back(p);
@@ -180,18 +185,18 @@ void OptimizerStep::for_each_range(const std::function<void(int, const OptimRang
       kernel(small[i].param, small[i].range);
   });
   if (done)
-    for (const OwnedRange &o : owned_)
+    for (const OwnedRange &o : ranges)
       done(o);
 }
 
 void OptimizerStep::for_each_range_on_device(
     const std::function<void(int, const OptimRange &)> &kernel) const {
   if (!params_.custom_decay()) {
-    for (const OwnedRange &o : owned_)
+    for (const OwnedRange &o : device_ranges_)
       kernel(-1, state_.range(o));
     return;
   }
-  for (const Piece &p : param_pieces())
+  for (const Piece &p : param_pieces(device_ranges_))
     kernel(p.param, p.range);
 }
 
@@ -217,6 +222,16 @@ AdamStep adam_base(const EngineSettings &settings, float grad_scale, double lr, 
 
 OptimizerStep::RangeKernel OptimizerStep::host_kernel(float grad_scale, double lr,
                                                       int64_t step) const {
+  return make_kernel(grad_scale, lr, step, false);
+}
+
+OptimizerStep::RangeKernel OptimizerStep::device_kernel(float grad_scale, double lr,
+                                                        int64_t step) const {
+  return make_kernel(grad_scale, lr, step, true);
+}
+
+OptimizerStep::RangeKernel OptimizerStep::make_kernel(float grad_scale, double lr, int64_t step,
+                                                      bool device) const {
   // The settings, the registry and the kernels outlive the kernel; the decays are read
   // when it runs (the engine redoes a speculative update whose decays changed since).
   auto decay_of = [this](int param) {
@@ -229,19 +244,25 @@ OptimizerStep::RangeKernel OptimizerStep::host_kernel(float grad_scale, double l
     base.momentum = static_cast<float>(settings_.momentum);
     base.nesterov = settings_.nesterov;
     base.grad_scale = grad_scale;
-    return [this, base, decay_of](int param, const OptimRange &r) {
+    return [this, base, decay_of, device](int param, const OptimRange &r) {
       SgdStep s = base;
       s.weight_decay = static_cast<float>(decay_of(param));
-      kernels_.sgd(s, r);
+      if (device)
+        memory_.kernels().sgd(memory_.stream(), s, r);
+      else
+        kernels_.sgd(s, r);
     };
   }
   const AdamStep base = adam_base(settings_, grad_scale, lr, step);
-  return [this, base, decay_of, lr](int param, const OptimRange &r) {
+  return [this, base, decay_of, lr, device](int param, const OptimRange &r) {
     AdamStep s = base;
     double wd = decay_of(param);
     if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr * wd);
     if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(wd);
-    kernels_.adam(s, r);
+    if (device)
+      memory_.kernels().adam(memory_.stream(), s, r);
+    else
+      kernels_.adam(s, r);
   };
 }
 
@@ -278,61 +299,30 @@ void OptimizerStep::update_range(size_t owned_index, const OptimRange &r,
   });
 }
 
-void OptimizerStep::run(float grad_scale, double lr, int64_t step) {
-  // ZeRO-Offload: each range goes back to the device as soon as the CPU has updated it,
-  // its copy overlapping the update of the next.
-  std::function<void(const OwnedRange &)> copy_done;
-  if (state_.offload_to_host()) copy_done = [this](const OwnedRange &o) { copy_back(o); };
-  auto decay_of = [&](int param) {
-    return param < 0 ? settings_.weight_decay
-                     : params_.weight_decay_of(param, settings_.weight_decay);
-  };
-  if (settings_.optimizer == ZRT_OPTIMIZER_SGD) {
-    SgdStep base;
-    base.lr = static_cast<float>(lr);
-    base.momentum = static_cast<float>(settings_.momentum);
-    base.nesterov = settings_.nesterov;
-    base.grad_scale = grad_scale;
-    auto sgd = [&](int param, const OptimRange &r) {
-      SgdStep s = base;
-      s.weight_decay = static_cast<float>(decay_of(param));
-      if (on_device_)
-        memory_.kernels().sgd(memory_.stream(), s, r);
-      else
-        kernels_.sgd(s, r);
-    };
-    if (on_device_)
-      for_each_range_on_device(sgd);
-    else
-      for_each_range(sgd, copy_done);
-    return;
-  }
-  const AdamStep base = adam_base(settings_, grad_scale, lr, step);
+void OptimizerStep::run(float grad_scale, double lr, int64_t step, bool device_only) {
   if (settings_.optimizer == ZRT_OPTIMIZER_LAMB) {
+    // Never split (engine_settings.cpp): all of it on the device, or all on the host.
+    const AdamStep base = adam_base(settings_, grad_scale, lr, step);
     if (on_device_) {
       run_lamb_on_device(base, lr);
     } else {
       run_lamb(base, lr);
-      if (copy_done)
+      if (state_.offload_to_host())
         for (const OwnedRange &o : owned_)
-          copy_done(o);
+          copy_back(o);
     }
     return;
   }
-  auto adam = [&](int param, const OptimRange &r) {
-    AdamStep s = base;
-    double wd = decay_of(param);
-    if (settings_.optimizer == ZRT_OPTIMIZER_ADAMW) s.decay = static_cast<float>(-lr * wd);
-    if (settings_.optimizer == ZRT_OPTIMIZER_ADAM) s.l2 = static_cast<float>(wd);
-    if (on_device_)
-      memory_.kernels().adam(memory_.stream(), s, r);
-    else
-      kernels_.adam(s, r);
-  };
-  if (on_device_)
-    for_each_range_on_device(adam);
-  else
-    for_each_range(adam, copy_done);
+  // The device's ranges (a partial offload's, or all without offload) are queued on the
+  // stream first, so that it works while the CPU updates its own.
+  const RangeKernel host = host_kernel(grad_scale, lr, step);
+  if (!device_ranges_.empty()) for_each_range_on_device(device_kernel(grad_scale, lr, step));
+  if (device_only || host_ranges_.empty()) return;
+  // ZeRO-Offload: each range goes back to the device as soon as the CPU has updated it,
+  // its copy overlapping the update of the next.
+  std::function<void(const OwnedRange &)> copy_done;
+  if (state_.offload_to_host()) copy_done = [this](const OwnedRange &o) { copy_back(o); };
+  for_each_range(host_ranges_, host, copy_done);
 }
 
 void OptimizerStep::run_lamb_on_device(const AdamStep &base, double lr) const {
@@ -354,7 +344,7 @@ void OptimizerStep::copy_back(const OwnedRange &o, const void *from) {
   // The host's fp32 weights to the parameters, converted on the host on the way, into the
   // host shard of the gradient (whose values the optimizer has used) when the parameters
   // are on the device, straight into them when they are offloaded too.
-  const float *w = state_.weights(o.state);
+  const float *w = state_.range(o).weights;
   void *dst = state_.params(o.index(stage_.params));
   const size_t bytes = o.count * esize_;
   if (from == nullptr && !settings_.mixed()) from = w;
@@ -373,10 +363,16 @@ void OptimizerStep::refresh_compute_copies(bool all) {
   const bool mixed = settings_.mixed();
   if (state_.offload_to_host()) {
     // run() copied each range as it finished; what the host waits for now is the part of
-    // the copies that the update did not hide.
-    if (all)
-      for (const OwnedRange &o : owned_)
+    // the copies that the update did not hide (and a partial offload's device update).
+    if (all) {
+      for (const OwnedRange &o : host_ranges_)
         copy_back(o);
+      if (mixed)
+        for (const OwnedRange &o : device_ranges_) {
+          OptimRange r = state_.range(o);
+          memory_.kernels().convert(memory_.stream(), r.weights, r.copy, settings_.dtype, r.count);
+        }
+    }
     memory_.offload_synchronize();
     return;
   }

@@ -37,20 +37,24 @@ class OptimizerStep {
                 const StageLayout &stage, ModelState &state, const ParamRegistry &params, int rank);
 
   // True when a gradient on any rank is inf or NaN. Collective over control. `local`,
-  // when given, is this rank's answer already known (the speculative step's).
+  // when given, is this rank's answer for the ranges the host updates, already known (the
+  // speculative step's); the device's ranges are checked here.
   bool overflow(const bool *local = nullptr) const;
   // The squared L2 norm of the (scaled) gradient over all ranks. Collective over control
   // unless this rank updates everything (stage 0). `range_sums`, when given, are the
-  // owned ranges' sums already computed (range_sum_squares, in owned() order).
+  // sums of the ranges the host updates already computed (range_sum_squares, in owned()
+  // order; the device's ranges' entries are not read).
   double grad_norm_squared(const std::vector<double> *range_sums = nullptr) const;
   // On the host: an owned range's sum of squared gradients, over fixed blocks added in
   // order (what grad_norm_squared adds), and whether it holds an inf or NaN. On the threads.
   double range_sum_squares(size_t owned_index) const;
   bool range_non_finite(size_t owned_index) const;
 
-  // One update on the host (SGD, Adam, AdamW; not LAMB), for update_range.
+  // One update (SGD, Adam, AdamW; not LAMB) on the host, for update_range, or on the device
+  // (on the engine's stream).
   using RangeKernel = std::function<void(int param, const OptimRange &)>;
   RangeKernel host_kernel(float grad_scale, double lr, int64_t step) const;
+  RangeKernel device_kernel(float grad_scale, double lr, int64_t step) const;
   // Runs kernel over the owned range r (state_.range of owned()[owned_index], possibly with
   // its compute copy redirected), parameter by parameter where weight decays differ, on
   // the threads. The result is run()'s for that range, bit for bit.
@@ -61,8 +65,9 @@ class OptimizerStep {
   void copy_back(const OwnedRange &o, const void *from = nullptr);
   // Updates the owned ranges with gradients multiplied by grad_scale; `step` is the number
   // of steps applied before this one. Collective over control for LAMB. With ZeRO-Offload
-  // each updated range is copied back to the device as it finishes.
-  void run(float grad_scale, double lr, int64_t step);
+  // each updated range is copied back to the device as it finishes. device_only: only the
+  // ranges on the device (a partial offload's, after a committed CPU step during backward).
+  void run(float grad_scale, double lr, int64_t step, bool device_only = false);
   // The compute-dtype parameters from the fp32 weights where the optimizer does not write
   // them itself: with ZeRO-Offload, waits for run()'s copies back to the device; every
   // compute copy after a checkpoint load (all = true). On the engine's stream on the device.
@@ -73,16 +78,22 @@ class OptimizerStep {
     int param, owner;
     size_t param_offset;  // where the piece starts inside the parameter
     OptimRange range;
+    bool on_device;  // its weights and moments are in device memory
   };
-  std::vector<Piece> param_pieces() const;
+  std::vector<Piece> param_pieces() const { return param_pieces(owned_); }
   const std::vector<OwnedRange> &owned() const { return owned_; }
+  // Whether the device updates owned range o (a device engine's state not offloaded).
+  bool runs_on_device(const OwnedRange &o) const;
 
  private:
   OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;
-  // Runs kernel(param, range) over everything this rank updates, on the threads; param is
-  // -1 when every parameter has the engine's weight decay.
+  std::vector<Piece> param_pieces(const std::vector<OwnedRange> &ranges) const;
+  RangeKernel make_kernel(float grad_scale, double lr, int64_t step, bool device) const;
+  // Runs kernel(param, range) over the owned ranges given, on the threads; param is -1 when
+  // every parameter has the engine's weight decay.
   // done(range), when given, runs once a range is updated (at the end with per-parameter decay).
-  void for_each_range(const std::function<void(int, const OptimRange &)> &kernel,
+  void for_each_range(const std::vector<OwnedRange> &ranges,
+                      const std::function<void(int, const OptimRange &)> &kernel,
                       const std::function<void(const OwnedRange &)> &done = nullptr) const;
   void run_lamb(const AdamStep &base, double lr) const;
   void run_lamb_on_device(const AdamStep &base, double lr) const;
@@ -92,8 +103,8 @@ class OptimizerStep {
   std::vector<float> lamb_rates(const std::vector<Piece> &pieces,
                                 const std::vector<std::pair<double, double>> &piece_sums,
                                 double lr) const;
-  // for_each_range on the device: a kernel per owned range, or per piece with per-parameter
-  // weight decay, on the engine's stream.
+  // for_each_range on the device's ranges: a kernel per owned range, or per piece with
+  // per-parameter weight decay, on the engine's stream.
   void for_each_range_on_device(const std::function<void(int, const OptimRange &)> &kernel) const;
   std::vector<double> gather_partials(const std::vector<double> &mine, size_t per_rank) const;
 
@@ -102,7 +113,7 @@ class OptimizerStep {
   ThreadPool &threads_;
   MPI_Comm control_;
   EngineMemory &memory_;
-  const bool on_device_;  // the device runs the kernels (not offloaded)
+  const bool on_device_;  // the device runs all the kernels (not offloaded)
   const Layout &layout_;
   const StageLayout stage_;
   ModelState &state_;
@@ -110,6 +121,8 @@ class OptimizerStep {
   const int rank_, nranks_;
   const size_t esize_;
   std::vector<OwnedRange> owned_;
+  // owned_ split by where they are updated (runs_on_device), in owned_'s order.
+  std::vector<OwnedRange> device_ranges_, host_ranges_;
 };
 
 }  // namespace zrt

@@ -42,33 +42,37 @@ std::vector<float> gather_param_weights(Communicator &comm, EngineMemory &memory
   const BucketInfo &g = layout.bucket(p.bucket);
   std::vector<float> whole(g.group_length);
   // The weights' own kind of memory on both sides of the collective; device weights come
-  // to the host afterwards.
-  const bool device = state.state_place() == Place::Device;
+  // to the host afterwards. Every rank's slice of a bucket is in the same kind (a partial
+  // offload splits at the same bucket on every rank).
+  auto mine_of = [&](int k) {
+    return StageLayout::slice_of(layout, layout.bucket(k), comm.rank());
+  };
+  bool any_device = false;
+  for (int k = p.bucket; k < p.bucket + p.buckets; ++k)
+    any_device = any_device || state.state_place(mine_of(k)) == Place::Device;
   EngineBuffer staging;
-  float *into = whole.data();
-  if (device) {
+  if (any_device)
     staging = EngineBuffer(memory, Place::Device, g.group_length * sizeof(float),
                            Lifetime::Transient, false);
-    into = staging.data<float>();
-  }
   const Event ready = memory.ready();
   for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
     const BucketInfo &b = layout.bucket(k);
-    OwnedRange mine = StageLayout::slice_of(layout, b, comm.rank());
+    const OwnedRange mine = mine_of(k);
+    const bool device = state.state_place(mine) == Place::Device;
     CollArgs a;
     a.kind = CollKind::AllGather;
-    a.send = state.weights(mine.index(state.weights_extent()));
-    a.recv = into + (b.offset - g.group_offset);
+    a.send = state.range(mine).weights;
+    a.recv = (device ? staging.data<float>() : whole.data()) + (b.offset - g.group_offset);
     a.count = b.length;
     a.dtype = ZRT_DTYPE_FP32;
     a.ready = ready;
     a.purpose = {CollPurpose::What::WeightsGather, k, step};
     post_owned(comm, a, stats).wait();
+    if (device)
+      memory.copy(whole.data() + (b.offset - g.group_offset),
+                  staging.data<float>() + (b.offset - g.group_offset), b.length * sizeof(float));
   }
-  if (device) {
-    memory.copy(whole.data(), staging.data(), g.group_length * sizeof(float));
-    memory.synchronize();
-  }
+  if (any_device) memory.synchronize();
   return whole;
 }
 

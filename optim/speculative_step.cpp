@@ -18,7 +18,11 @@ SpeculativeStep::SpeculativeStep(OptimizerStep &optimizer, ModelState &state,
       check_non_finite_(check_non_finite),
       esize_(dtype_size(settings.dtype)) {
   const std::vector<OwnedRange> &owned = optimizer.owned();
+  cpu_.assign(owned.size(), 0);
   for (size_t i = 0; i < owned.size(); ++i) {
+    // A partial offload's device ranges are updated at the step, on the device.
+    if (!state.offloaded(owned[i])) continue;
+    cpu_[i] = 1;
     const size_t b = static_cast<size_t>(owned[i].bucket);
     if (owned_of_bucket_.size() <= b) owned_of_bucket_.resize(b + 1);
     owned_of_bucket_[b].push_back(i);
@@ -132,8 +136,8 @@ double SpeculativeStep::finish() {
 bool SpeculativeStep::complete(const Key &key) const {
   std::lock_guard lock(mutex_);
   if (!begun_ || !failure_.empty() || !(key_ == key)) return false;
-  for (char u : updated_)
-    if (!u) return false;
+  for (size_t i = 0; i < updated_.size(); ++i)
+    if (cpu_[i] && !updated_[i]) return false;
   return true;
 }
 

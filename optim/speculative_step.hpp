@@ -68,8 +68,9 @@ class SpeculativeStep {
   }
   // Waits until every queued update is done. Returns the seconds the caller waited.
   double finish();
-  // After finish(): whether every owned range was updated with `key`, so that commit()
-  // gives the step's result.
+  // After finish(): whether every offloaded owned range was updated with `key`, so that
+  // commit() gives the step's result for them (a partial offload's device ranges are
+  // updated by the step).
   bool complete(const Key &key) const;
   // After finish(): this rank's sums of squares and non-finite flag of the owned ranges'
   // gradients (valid where complete()).
@@ -98,7 +99,8 @@ class SpeculativeStep {
   const bool mixed_;
   const bool check_non_finite_;
   const size_t esize_;
-  std::vector<std::vector<size_t>> owned_of_bucket_;
+  std::vector<std::vector<size_t>> owned_of_bucket_;  // the CPU's ranges of each bucket
+  std::vector<char> cpu_;                             // per owned range: offloaded, so updated here
 
   // Shared with the worker, under mutex_.
   mutable std::mutex mutex_;

@@ -186,6 +186,17 @@ void Engine::commit_agreed() {
   committed_ = true;
   log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
              param_count(), layout_.unpadded(), layout_.total(), layout_.buckets().size());
+  if (state_.partial())
+    log::debug(
+        "engine: {:.1f}% of the optimizer state offloaded to the CPU (ratio {} asked), "
+        "the rest updated on the device",
+        100 * offload_share(), settings_.offload_ratio);
+}
+
+double Engine::offload_share() const {
+  if (!committed_ || !state_.offload_to_host()) return 0;
+  const size_t shard = StageLayout::elements(stage_.state, layout_);
+  return static_cast<double>(shard - state_.host_begin()) / static_cast<double>(shard);
 }
 
 void Engine::reset_parts() {
@@ -295,9 +306,12 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
     convert_values(from, dtype, staged.back().data(), to, n);
     memory_->copy(dst, staged.back().data(), staged.back().size());
   };
-  auto store = [&](Extent extent, auto &&destination, zrt_dtype_t to, Place place) {
+  // destination(range, i): where element i of the rank's range goes; place_of(range): its
+  // kind of memory (a partial offload keeps the weights in two).
+  auto store = [&](Extent extent, auto &&destination, zrt_dtype_t to, auto &&place_of) {
     if (extent == Extent::Full) {
-      convert_to(src, destination(p.offset), place, to, p.numel);
+      const OwnedRange whole{p.bucket, rank_, p.offset, p.offset, p.numel};
+      convert_to(src, destination(whole, 0), place_of(whole), to, p.numel);
       return;
     }
     for (int k = p.bucket; k < p.bucket + p.buckets; ++k) {
@@ -305,17 +319,18 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
       size_t from = std::max(p.offset, mine.flat),
              to_end = std::min(p.offset + p.numel, mine.flat + mine.count);
       if (to_end <= from) continue;
-      convert_to(src + (from - p.offset) * vs, destination(mine.state + (from - mine.flat)), place,
+      convert_to(src + (from - p.offset) * vs, destination(mine, from - mine.flat), place_of(mine),
                  to, to_end - from);
     }
   };
   store(
-      stage_.params, [&](size_t at) { return state_.params(at); }, settings_.dtype,
-      state_.params_place());
+      stage_.params,
+      [&](const OwnedRange &o, size_t i) { return state_.params(o.index(stage_.params) + i); },
+      settings_.dtype, [&](const OwnedRange &) { return state_.params_place(); });
   if (settings_.mixed() || state_.offload_to_host())
     store(
-        stage_.state, [&](size_t at) { return state_.weights(at); }, ZRT_DTYPE_FP32,
-        state_.state_place());
+        stage_.state, [&](const OwnedRange &o, size_t i) { return state_.range(o).weights + i; },
+        ZRT_DTYPE_FP32, [&](const OwnedRange &o) { return state_.state_place(o); });
   if (!staged.empty()) memory_->synchronize();  // the staged values, before they go
 }
 
@@ -330,9 +345,10 @@ void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
   undo_speculation();
   const ParamInfo &p = param(index);
   if (stage_.updates_everything) {
-    const float *weights = state_.weights(p.offset);
+    const OwnedRange whole{p.bucket, rank_, p.offset, p.offset, p.numel};
+    const float *weights = state_.range(whole).weights;
     std::vector<float> staged;
-    if (state_.state_place() == Place::Device) {
+    if (state_.state_place(whole) == Place::Device) {
       staged.resize(p.numel);
       copy_state(staged.data(), weights, p.numel * sizeof(float));
       weights = staged.data();
@@ -505,6 +521,9 @@ StepReport Engine::step(const std::function<void()> &check) {
     clip = settings_.gradient_clipping / (norm + 1e-6);
   if (speculated && clip == 1) {
     speculative_->commit();  // the update backward hid is this step's, bit for bit
+    // A partial offload's device part is updated now, on the device.
+    if (state_.partial())
+      optimizer_->run(static_cast<float>(unscale), report.lr, step_, /*device_only=*/true);
     redo_streak_ = 0;
     redo_pause_ = 1;
   } else {
@@ -563,6 +582,12 @@ void Engine::refresh_params() {
   if (gatherer_) gatherer_->drop_all();
 }
 
+bool Engine::state_on_device() const {
+  for (const OwnedRange &o : optimizer_->owned())
+    if (state_.state_place(o) == Place::Device) return true;
+  return false;
+}
+
 void Engine::copy_state(void *dst, const void *src, size_t bytes) {
   memory_->copy(dst, src, bytes);
   memory_->synchronize();
@@ -574,8 +599,8 @@ std::vector<Engine::StatePiece> Engine::state_pieces() const {
   require_committed("a checkpoint");
   std::vector<StatePiece> out;
   for (const OptimizerStep::Piece &p : optimizer_->param_pieces())
-    out.push_back(
-        {p.param, p.owner, p.param_offset, p.range.count, p.range.weights, p.range.m, p.range.v});
+    out.push_back({p.param, p.owner, p.param_offset, p.range.count, p.range.weights, p.range.m,
+                   p.range.v, p.on_device});
   return out;
 }
 

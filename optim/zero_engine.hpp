@@ -90,6 +90,9 @@ class Engine {
   const StageLayout &stage_layout() const { return stage_; }
   Context &context() const { return context_; }
   bool committed() const { return committed_; }
+  // The share of the optimizer state offloaded to the CPU (of the padded elements, after
+  // commit; 0 without offload): at least offload_ratio, at a bucket boundary.
+  double offload_share() const;
   int param_count() const { return params_.count(); }
   const ParamInfo &param(int index) const { return params_.at(index); }
   // Valid while the engine lives (zrt_param_info's name).
@@ -135,6 +138,7 @@ class Engine {
     size_t param_offset;  // first element of the run within the parameter
     size_t count;
     float *master, *m, *v;  // m and v may be null (SGD without momentum: both)
+    bool on_device;         // master, m and v are device memory (copy_state moves them)
   };
   std::vector<StatePiece> state_pieces() const;
   MPI_Comm control_comm() const { return control_; }
@@ -146,10 +150,11 @@ class Engine {
   int64_t step_count() const { return step_; }
   // The rate of the next update: the scheduler's at this step count, or the program's.
   double lr() const { return scheduler_ ? scheduler_->lr(step_) : lr_; }
-  // Where the master weights and moments of state_pieces() live; copy_state moves bytes
-  // between them and host memory, and returns when they have arrived.
-  Place state_place() const { return state_.state_place(); }
+  // Moves bytes between device state (StatePiece::on_device) and host memory, and returns
+  // when they have arrived.
   void copy_state(void *dst, const void *src, size_t bytes);
+  // Whether any of this rank's state is device memory.
+  bool state_on_device() const;
   bool has_m() const { return state_.has_m(); }
   bool has_v() const { return state_.has_v(); }
   const LossScaler &scaler() const { return scaler_; }

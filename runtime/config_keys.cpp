@@ -244,10 +244,15 @@ std::vector<ConfigKey> deepspeed_keys() {
       refused("zero_optimization.offload_optimizer.buffer_count", nvme),
       flag_only("zero_optimization.offload_optimizer.fast_init", false,
                 "fast_init speeds up NVMe offload, which zerort does not do"),
-      only(config_real("zero_optimization.offload_optimizer.ratio", "1",
-                       "ZRT_OFFLOAD_OPTIMIZER_RATIO",
-                       "zerort offloads the whole optimizer state or none of it"),
-           {"1"}),
+      config_real("zero_optimization.offload_optimizer.ratio", "1", "ZRT_OFFLOAD_OPTIMIZER_RATIO",
+                  "with zero_optimization.offload_optimizer.device cpu: the share of the "
+                  "optimizer state kept in pinned host memory and updated on the CPU, 0 < ratio "
+                  "<= 1; the rest stays on the device and is updated there (Megatron's "
+                  "--optimizer-offload-fraction). The split falls on bucket boundaries: the "
+                  "first buckets reduced in backward go to the CPU, at least ratio of the "
+                  "state (the share taken is in the debug log and the memory report). Not with "
+                  "zero_optimization.offload_param or LAMB; zrt-plan --offload-ratio auto picks "
+                  "one"),
       sub_group,
       reuse,
       prefetch,

@@ -142,7 +142,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
   for (const BlockRange &w : plan.writes)
     if (w.writer == e.rank()) my_writes.push_back(w);
   // A synchronous save of host state writes a block range that one piece holds in place.
-  const bool in_place_ok = !async && e.state_place() != Place::Device;
+  const bool in_place_ok = !async;
   // Staged elements. A range of a page or more starts where its file offset falls in a
   // page, so that its whole pages go out direct (direct_writer.hpp) without a bounce copy:
   // up to a page of padding each; smaller ones go through the page cache and pack.
@@ -151,7 +151,8 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
   size_t staged = 0;
   std::vector<bool> in_place;
   for (const BlockRange &w : my_writes) {
-    in_place.push_back(in_place_ok && covering(w.param, w.begin, w.count) != nullptr);
+    const Engine::StatePiece *held = covering(w.param, w.begin, w.count);
+    in_place.push_back(in_place_ok && held != nullptr && !held->on_device);
     if (!in_place.back()) staged += K * (w.count + (direct_sized(w.count) ? kPage : 0));
   }
 
@@ -206,13 +207,13 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
   // buffers a message reads or writes stay as they are until MPI_Waitall.
   std::vector<MPI_Request> requests;
   std::vector<std::vector<float>> device_sends;  // device state, staged for MPI
-  // An asynchronous save of host state leaves its own copies to the writer's thread.
-  const bool deferred = async && e.state_place() != Place::Device;
-  auto local_copy = [&](void *dst, const void *src, size_t bytes) {
-    if (deferred)
-      s->snapshot_.push_back({dst, src, bytes});
-    else if (e.state_place() == Place::Device)
+  // An asynchronous save of host state leaves its own copies to the writer's thread;
+  // device state (all of it, or a partial offload's part) is copied now.
+  auto local_copy = [&](const Engine::StatePiece &p, void *dst, const void *src, size_t bytes) {
+    if (p.on_device)
       e.copy_state(dst, src, bytes);
+    else if (async)
+      s->snapshot_.push_back({dst, src, bytes});
     else
       std::memcpy(dst, src, bytes);
   };
@@ -251,7 +252,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
         const size_t from = std::max(it->begin, w.begin),
                      to = std::min(it->begin + it->count, w.begin + w.count);
         const Engine::StatePiece *p = covering(w.param, from, to - from);
-        local_copy(dst + (from - w.begin), p->*array + (from - p->param_offset),
+        local_copy(*p, dst + (from - w.begin), p->*array + (from - p->param_offset),
                    (to - from) * sizeof(float));
       }
     }
@@ -268,7 +269,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
       } else if (t.from == e.rank()) {
         const Engine::StatePiece *p = covering(t.param, t.begin, t.count);
         const float *src = p->*array + (t.begin - p->param_offset);
-        if (e.state_place() == Place::Device) {
+        if (p->on_device) {
           device_sends.emplace_back(t.count);
           e.copy_state(device_sends.back().data(), src, t.count * sizeof(float));
           src = device_sends.back().data();

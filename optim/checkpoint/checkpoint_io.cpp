@@ -222,7 +222,6 @@ void load(Engine &e, const std::string &path) {
   double t_metadata = 0, t_verified = 0, t_copied = 0;
   h5::Quiet quiet;
   MPI_Comm comm = e.control_comm();
-  const bool device = e.state_place() == Place::Device;
   std::string kind;
   int64_t step = 0;
   nlohmann::json scaler;
@@ -355,7 +354,7 @@ void load(Engine &e, const std::string &path) {
       const float *values = src.contiguous
                                 ? reinterpret_cast<const float *>(map->data() + src.offset)
                                 : src.values.data();
-      if (device)
+      if (piece.on_device)
         e.copy_state(dst, values + piece.param_offset, piece.count * sizeof(float));
       else
         std::memcpy(dst, values + piece.param_offset, piece.count * sizeof(float));
@@ -369,7 +368,7 @@ void load(Engine &e, const std::string &path) {
       const std::vector<float> zeros(piece.count, 0.0f);
       for (float *moment : {piece.m, piece.v})
         if (moment != nullptr) {
-          if (device)
+          if (piece.on_device)
             e.copy_state(moment, zeros.data(), piece.count * sizeof(float));
           else
             std::fill(moment, moment + piece.count, 0.0f);

@@ -156,6 +156,100 @@ TEST(DeviceEngineCheckpoint, AFileSavedOnTheDeviceLoadsOnTheHostAndBack) {
   if (test::rank() == 0) std::remove(path.c_str());
 }
 
+namespace {
+
+// One step of test gradients (bf16, about 1.x) on every parameter.
+void bf16_step(Engine &e, int step) {
+  for (size_t t = 0; t < e.params.size(); ++t) {
+    void *g = nullptr;
+    CHECK_OK(zrt_param_grad_data(e.e, e.params[t], &g));
+    std::vector<uint16_t> g16(static_cast<size_t>(kSizes[t]));
+    for (size_t i = 0; i < g16.size(); ++i)
+      g16[i] = static_cast<uint16_t>(0x3c00 + (i * 3 + step + test::rank()) % 64);
+    test::device_copy(g, g16.data(), g16.size() * sizeof(uint16_t));
+    CHECK_OK(zrt_param_grad_ready(e.e, e.params[t]));
+  }
+  CHECK_OK(zrt_engine_step(e.e, nullptr));
+}
+
+std::vector<std::vector<float>> all_params(Engine &e) {
+  std::vector<std::vector<float>> out;
+  for (size_t t = 0; t < e.params.size(); ++t) {
+    out.emplace_back(static_cast<size_t>(kSizes[t]));
+    EXPECT_EQ(zrt_param_get(e.e, e.params[t], out.back().data(), ZRT_DTYPE_FP32), ZRT_SUCCESS)
+        << test::last_error();
+  }
+  return out;
+}
+
+constexpr const char *kHalfOffloaded =
+    R"({"zero_optimization": {"offload_optimizer": {"ratio": 0.5}}})";
+
+}  // namespace
+
+// A partial offload's state is in two places: a checkpoint holds all of it (weights and
+// moments), saved synchronously or in the background, and loads into a whole offload, a
+// partial one at another stage, or a host engine, which then step alike.
+TEST(DeviceEngineCheckpoint, APartialOffloadSavesAndLoadsItsStateInBothPlaces) {
+  ZRT_SKIP_WITHOUT_DEVICE();
+  int pid = static_cast<int>(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  for (bool background : {false, true}) {
+    SCOPED_TRACE(background ? "background save" : "synchronous save");
+    const std::string path = fmt::format("/tmp/zrt_partial_ckpt_{}_{}.h5", pid, background);
+    std::vector<std::vector<float>> after_next;  // the saver's parameters one step later
+    {
+      Engine saver;
+      make(saver, with_settings(params_of(2, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, true),
+                                kHalfOffloaded));
+      for (size_t t = 0; t < saver.params.size(); ++t) {
+        std::vector<float> v(static_cast<size_t>(kSizes[t]));
+        for (size_t i = 0; i < v.size(); ++i)
+          v[i] = 0.01f * static_cast<float>((i * 7 + t) % 101) - 0.5f;
+        CHECK_OK(zrt_param_set(saver.e, saver.params[t], v.data(), ZRT_DTYPE_FP32));
+      }
+      for (int step = 0; step < 2; ++step)
+        bf16_step(saver, step);
+      zrt_request_h request = nullptr;
+      if (background) {
+        CHECK_OK(zrt_checkpoint_save_post(saver.e, path.c_str(), nullptr, &request));
+      } else {
+        CHECK_OK(zrt_checkpoint_save(saver.e, path.c_str(), nullptr));
+      }
+      bf16_step(saver, 2);  // changes the state while a background save may still write
+      if (background) {
+        CHECK_OK(zrt_request_wait(request));
+        CHECK_OK(zrt_request_free(request));
+      }
+      after_next = all_params(saver);
+    }
+    struct Loader {
+      const char *name;
+      zrt_engine_params_t params;
+    };
+    const Loader loaders[] = {
+        {"host stage 1", params_of(1, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_HOST, false)},
+        {"whole offload stage 2", params_of(2, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, true)},
+        {"partial offload stage 3",
+         with_settings(params_of(3, ZRT_DTYPE_BF16, ZRT_ENGINE_MEMORY_DEVICE, true),
+                       kHalfOffloaded)},
+    };
+    for (const Loader &l : loaders) {
+      SCOPED_TRACE(l.name);
+      Engine e;
+      make(e, l.params);
+      CHECK_OK(zrt_checkpoint_load(e.e, path.c_str()));
+      bf16_step(e, 2);  // from the loaded weights and moments
+      const std::vector<std::vector<float>> got = all_params(e);
+      for (size_t t = 0; t < got.size(); ++t)
+        EXPECT_EQ(std::memcmp(got[t].data(), after_next[t].data(), got[t].size() * 4), 0)
+            << "tensor " << t;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::rank() == 0) std::remove(path.c_str());
+  }
+}
+
 // The step report's offload times: with ZeRO-Offload on the device the stream's time on
 // the copies (gradient shards down, parameters back up) and the part the host waited
 // for, which cannot exceed what it waited for at all; nothing without offload or on the

@@ -921,3 +921,94 @@ TEST(DeviceEngine, ParameterOffloadIsStageThreeBitwise) {
       EXPECT_EQ(params_too.describe["offload_param"], true);
     }
 }
+
+// Partial offload (zero_optimization.offload_optimizer.ratio below 1): the first buckets'
+// state on the CPU, the rest on the device. The training is the whole offload's, bit for
+// bit, with the CPU step during or after backward; with clipping at the median norm, a NaN
+// on one rank, the rate changed in backward and a read between backward and the step. The
+// bytes move between the host and the device at a bucket boundary, at least the ratio of
+// them to the host.
+TEST(DeviceEngine, PartialOffloadIsTheWholeOffloadBitwise) {
+  ZRT_SKIP_WITHOUT_DEVICE();
+  struct Variant {
+    zrt_dtype_t dtype;
+    zrt_optimizer_t optimizer;
+    int accumulation;
+    bool no_bias_decay;
+  };
+  const Variant variants[] = {{ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAMW, 1, false},
+                              {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_ADAMW, 2, true},
+                              {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_SGD, 1, false}};
+  constexpr const char *kStep[] = {R"("during_backward")", R"("after_backward")"};
+  int split = 0;  // cases whose state was split, not all offloaded
+  for (const Variant &v : variants)
+    for (int stage = 1; stage <= 3; ++stage)
+      for (const char *step : kStep) {
+        SCOPED_TRACE(fmt::format("stage {} {} optimizer {} accumulation {} step {}", stage,
+                                 v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
+                                 static_cast<int>(v.optimizer), v.accumulation, step));
+        RunSpec run;
+        run.stage = stage;
+        run.dtype = v.dtype;
+        run.optimizer = v.optimizer;
+        run.accumulation = v.accumulation;
+        run.no_bias_decay = v.no_bias_decay;
+        run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
+        run.deterministic = true;
+        run.steps = 6;
+        run.nan_step = 2;
+        run.lr_step = 4;
+        run.peek_step = 3;
+        run.clip = 0.5;  // tuned below to the median norm
+        run.memory = ZRT_ENGINE_MEMORY_DEVICE;
+        run.offload = true;
+        const std::string whole_settings =
+            fmt::format(R"({{"engine": {{"offload_step": {}}}}})", step);
+        run.settings = whole_settings.c_str();
+        Result whole;
+        train(run, &whole);
+        std::vector<double> norms;
+        for (const zrt_step_report_t &r : whole.reports)
+          if (std::isfinite(r.grad_norm)) norms.push_back(r.grad_norm);
+        std::sort(norms.begin(), norms.end());
+        run.clip = norms[norms.size() / 2];
+        whole = Result();
+        train(run, &whole);
+        for (double ratio : {0.3, 0.7}) {
+          SCOPED_TRACE(fmt::format("ratio {}", ratio));
+          const std::string partial_settings = fmt::format(
+              R"({{"engine": {{"offload_step": {}}}, "zero_optimization": {{"offload_optimizer": )"
+              R"({{"ratio": {}}}}}}})",
+              step, ratio);
+          run.settings = partial_settings.c_str();
+          Result partial;
+          train(run, &partial);
+          EXPECT_TRUE(bitwise_equal(whole, partial)) << "the partial offload's parameters differ";
+          EXPECT_EQ(
+              std::memcmp(whole.peeked.data(), partial.peeked.data(), whole.peeked.size() * 4), 0)
+              << "zrt_param_get between backward and the step";
+          ASSERT_EQ(whole.reports.size(), partial.reports.size());
+          for (size_t i = 0; i < whole.reports.size(); ++i) {
+            const double a = whole.reports[i].grad_norm, b = partial.reports[i].grad_norm;
+            EXPECT_TRUE(std::isnan(a) ? std::isnan(b) : a == b)
+                << "step " << i << ": " << a << " and " << b;
+            EXPECT_EQ(whole.reports[i].skipped, partial.reports[i].skipped) << "step " << i;
+          }
+          EXPECT_EQ(partial.describe["offload_ratio"], ratio);
+          // At least the ratio offloaded, at a bucket boundary (all of it where the first
+          // buckets that reach the ratio are all there is).
+          const double share = partial.describe["offload_share"].get<double>();
+          EXPECT_EQ(whole.describe["offload_share"].get<double>(), 1.0);
+          EXPECT_GE(share, ratio);
+          EXPECT_LE(share, 1.0);
+          if (share < 1) ++split;
+          // The host holds the share of what the whole offload puts there, the device the
+          // rest besides.
+          const int64_t moved = partial.memory.device_bytes - whole.memory.device_bytes;
+          EXPECT_EQ(moved > 0, share < 1);
+          EXPECT_NEAR(static_cast<double>(partial.memory.host_bytes),
+                      share * static_cast<double>(whole.memory.host_bytes), 1.0);
+        }
+      }
+  EXPECT_GE(split, 24) << "most cases must split the state to test anything";
+}

@@ -30,14 +30,16 @@ struct PlanCase {
   bool device;
   size_t max_live = 0;  // stage 3's resident elements; 0: the engine's default
   int accumulation = 1;
+  const char *settings = nullptr;  // the engine's params->settings (JSON), if any
 };
 
 std::string describe_case(const PlanCase &c) {
   return fmt::format(
       "stage {} dtype {} optimizer {} momentum {} offload {} buckets {} {} max_live {} "
-      "accumulation {}",
+      "accumulation {} settings {}",
       c.stage, static_cast<int>(c.dtype), static_cast<int>(c.optimizer), c.momentum, c.offload,
-      c.bucket_bytes, c.device ? "device" : "host", c.max_live, c.accumulation);
+      c.bucket_bytes, c.device ? "device" : "host", c.max_live, c.accumulation,
+      c.settings ? c.settings : "none");
 }
 
 zrt_engine_params_t plan_engine_params(const PlanCase &c) {
@@ -59,6 +61,10 @@ zrt_engine_params_t plan_engine_params(const PlanCase &c) {
   }
   p.field_mask |= ZRT_ENGINE_PARAM_FIELD_GRADIENT_ACCUMULATION_STEPS;
   p.gradient_accumulation_steps = c.accumulation;
+  if (c.settings != nullptr) {
+    p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
+    p.settings = c.settings;
+  }
   return p;
 }
 
@@ -198,6 +204,12 @@ void check_every_case(bool device) {
         check_plan({stage, dtype, ZRT_OPTIMIZER_SGD, 0, offload, 4096, device});
         // Accumulation's landing slices (the step is the first micro-step of two).
         check_plan({stage, dtype, ZRT_OPTIMIZER_ADAMW, 0, offload, 4096, device, 0, 2});
+        // Partial offload: the state split between the host and the device.
+        if (offload)
+          for (int accumulation : {1, 2})
+            check_plan({stage, dtype, ZRT_OPTIMIZER_ADAMW, 0, offload, 4096, device, 0,
+                        accumulation,
+                        R"({"zero_optimization": {"offload_optimizer": {"ratio": 0.4}}})"});
         if (::testing::Test::HasFatalFailure()) return;
       }
   // Stage 3 with few resident elements: groups are evicted and gathered again.

@@ -276,6 +276,23 @@ TEST(EngineSettings, KeysOfWhatZerortDoesAreCheckedAgainstTheEngine) {
                                                                    "pin_memory": false}},
            "engine": {"memory_space": "device"}})",
        "zero_optimization.offload_optimizer.pin_memory is false"},
+      // Partial offload: a share of an offloaded state, in (0, 1], not with parameter
+      // offload or LAMB.
+      {R"({"zero_optimization": {"offload_optimizer": {"ratio": 0.5}}})",
+       "is the share of an offloaded optimizer state, and the optimizer is not offloaded"},
+      {R"({"zero_optimization": {"offload_optimizer": {"ratio": 0}}})",
+       "zero_optimization.offload_optimizer.ratio is 0"},
+      {R"({"zero_optimization": {"offload_optimizer": {"ratio": 1.5}}})",
+       "it must be > 0 and <= 1"},
+      {R"({"zero_optimization": {"offload_optimizer": {"ratio": 1}}})", ""},
+      {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"},
+                                 "offload_optimizer": {"device": "cpu", "ratio": 0.5}},
+           "engine": {"memory_space": "device"}})",
+       "zero_optimization.offload_param.device cpu keeps the parameters it updates on the host: "
+       "use one or the other"},
+      {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}},
+           "optimizer": {"type": "Lamb"}, "engine": {"memory_space": "device"}})",
+       "LAMB's trust ratios need every part of a parameter in one place"},
       {R"({"zero_optimization": {"offload_param": {"pin_memory": false}}})", ""},
       {R"({"zero_optimization": {"offload_optimizer": {"pin_memory": false}}})", ""},
       {R"({"zero_optimization": {"sub_group_size": 1e9}})", ""},
