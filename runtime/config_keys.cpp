@@ -250,7 +250,7 @@ std::vector<ConfigKey> deepspeed_keys() {
                   "<= 1; the rest stays on the device and is updated there (Megatron's "
                   "--optimizer-offload-fraction). The split falls on bucket boundaries: the "
                   "first buckets reduced in backward go to the CPU, at least ratio of the "
-                  "state (the share taken is in the debug log and the memory report). Not with "
+                  "state (zrt_engine_describe gives the share taken as offload_share). Not with "
                   "zero_optimization.offload_param or LAMB; zrt-plan --offload-ratio auto picks "
                   "one"),
       sub_group,

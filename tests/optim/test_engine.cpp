@@ -758,18 +758,44 @@ TEST(Engine, SharedWindowsGoWithTheEngine) {
 
 namespace {}  // namespace
 
+namespace {
+
+// An optimizer case of the device tests: dtype, optimizer, micro-steps, and biases without
+// weight decay (per-parameter decay).
+struct Variant {
+  zrt_dtype_t dtype;
+  zrt_optimizer_t optimizer;
+  int accumulation;
+  bool no_bias_decay;
+};
+
+std::string variant_name(const Variant &v) {
+  return fmt::format("{} optimizer {} accumulation {}", v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
+                     static_cast<int>(v.optimizer), v.accumulation);
+}
+
+// A deterministic run of variant v at stage; SGD gets momentum 0.9.
+RunSpec variant_run(const Variant &v, int stage, int steps) {
+  RunSpec run;
+  run.stage = stage;
+  run.dtype = v.dtype;
+  run.optimizer = v.optimizer;
+  run.accumulation = v.accumulation;
+  run.no_bias_decay = v.no_bias_decay;
+  run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
+  run.deterministic = true;
+  run.steps = steps;
+  return run;
+}
+
+}  // namespace
+
 // On the emulated device (ZRT_MEMORY_DEVICE_EMULATE=1, ctest's mpi_emulated_device) the
 // device engine runs every kernel and copy the GPU would, and in deterministic mode must
 // end with the host engine's parameters to the bit: every stage, with and without
 // ZeRO-Offload, fp32 and bf16, accumulation and per-parameter decay, AdamW, SGD and LAMB.
 TEST(DeviceEngine, EveryStageAndOffloadMatchTheHostEngineBitwise) {
   ZRT_SKIP_WITHOUT_DEVICE();
-  struct Variant {
-    zrt_dtype_t dtype;
-    zrt_optimizer_t optimizer;
-    int accumulation;
-    bool no_bias_decay;
-  };
   const Variant variants[] = {{ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAMW, 1, false},
                               {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_ADAMW, 2, true},
                               {ZRT_DTYPE_FP32, ZRT_OPTIMIZER_LAMB, 1, false},
@@ -778,18 +804,8 @@ TEST(DeviceEngine, EveryStageAndOffloadMatchTheHostEngineBitwise) {
     for (int stage = 0; stage <= 3; ++stage)
       for (bool offload : {false, true}) {
         if (offload && stage == 0) continue;  // ZeRO-Offload shards the optimizer state
-        SCOPED_TRACE(fmt::format("stage {} {} optimizer {} accumulation {} offload {}", stage,
-                                 v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
-                                 static_cast<int>(v.optimizer), v.accumulation, offload));
-        RunSpec run;
-        run.stage = stage;
-        run.dtype = v.dtype;
-        run.optimizer = v.optimizer;
-        run.accumulation = v.accumulation;
-        run.no_bias_decay = v.no_bias_decay;
-        run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
-        run.deterministic = true;
-        run.steps = 4;
+        SCOPED_TRACE(fmt::format("stage {} {} offload {}", stage, variant_name(v), offload));
+        RunSpec run = variant_run(v, stage, 4);
         Result host, device;
         train(run, &host);  // offload moves a device engine's state: a host engine has none
         run.offload = offload;
@@ -823,12 +839,6 @@ TEST(DeviceEngine, EveryStageAndOffloadMatchTheHostEngineBitwise) {
 // read between backward and the step (the values before it).
 TEST(DeviceEngine, OffloadStepDuringBackwardIsTheStepAfterBackwardBitwise) {
   ZRT_SKIP_WITHOUT_DEVICE();
-  struct Variant {
-    zrt_dtype_t dtype;
-    zrt_optimizer_t optimizer;
-    int accumulation;
-    bool no_bias_decay;
-  };
   const Variant variants[] = {{ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAMW, 1, false},
                               {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_ADAMW, 2, true},
                               {ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAM, 1, true},
@@ -836,18 +846,8 @@ TEST(DeviceEngine, OffloadStepDuringBackwardIsTheStepAfterBackwardBitwise) {
   for (const Variant &v : variants)
     for (int stage = 1; stage <= 3; ++stage)
       for (bool clip : {false, true}) {
-        SCOPED_TRACE(fmt::format("stage {} {} optimizer {} accumulation {} clip {}", stage,
-                                 v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
-                                 static_cast<int>(v.optimizer), v.accumulation, clip));
-        RunSpec run;
-        run.stage = stage;
-        run.dtype = v.dtype;
-        run.optimizer = v.optimizer;
-        run.accumulation = v.accumulation;
-        run.no_bias_decay = v.no_bias_decay;
-        run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
-        run.deterministic = true;
-        run.steps = 6;
+        SCOPED_TRACE(fmt::format("stage {} {} clip {}", stage, variant_name(v), clip));
+        RunSpec run = variant_run(v, stage, 6);
         run.nan_step = 2;
         run.lr_step = 4;
         run.peek_step = 3;  // the weights before the step, not the update backward hid
@@ -930,12 +930,6 @@ TEST(DeviceEngine, ParameterOffloadIsStageThreeBitwise) {
 // them to the host.
 TEST(DeviceEngine, PartialOffloadIsTheWholeOffloadBitwise) {
   ZRT_SKIP_WITHOUT_DEVICE();
-  struct Variant {
-    zrt_dtype_t dtype;
-    zrt_optimizer_t optimizer;
-    int accumulation;
-    bool no_bias_decay;
-  };
   const Variant variants[] = {{ZRT_DTYPE_FP32, ZRT_OPTIMIZER_ADAMW, 1, false},
                               {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_ADAMW, 2, true},
                               {ZRT_DTYPE_BF16, ZRT_OPTIMIZER_SGD, 1, false}};
@@ -944,18 +938,8 @@ TEST(DeviceEngine, PartialOffloadIsTheWholeOffloadBitwise) {
   for (const Variant &v : variants)
     for (int stage = 1; stage <= 3; ++stage)
       for (const char *step : kStep) {
-        SCOPED_TRACE(fmt::format("stage {} {} optimizer {} accumulation {} step {}", stage,
-                                 v.dtype == ZRT_DTYPE_FP32 ? "fp32" : "bf16",
-                                 static_cast<int>(v.optimizer), v.accumulation, step));
-        RunSpec run;
-        run.stage = stage;
-        run.dtype = v.dtype;
-        run.optimizer = v.optimizer;
-        run.accumulation = v.accumulation;
-        run.no_bias_decay = v.no_bias_decay;
-        run.momentum = v.optimizer == ZRT_OPTIMIZER_SGD ? 0.9 : 0;
-        run.deterministic = true;
-        run.steps = 6;
+        SCOPED_TRACE(fmt::format("stage {} {} step {}", stage, variant_name(v), step));
+        RunSpec run = variant_run(v, stage, 6);
         run.nan_step = 2;
         run.lr_step = 4;
         run.peek_step = 3;

@@ -135,6 +135,58 @@ with tempfile.TemporaryDirectory() as tmp:
               f"stage {stage}: the step time is the profile's fits over the plan's collectives "
               f"({st['seconds'] * 1e3:.1f} ms)")
 
+    # Partial offload on the GPU: the share on the CPU is the host's bytes against the whole
+    # offload's, at least the ratio; the step time adds the CPU's update of its share, hidden
+    # behind backward up to backward's time, to the GPU's of the rest.
+    gpu = ["--model", "gpt2-xl", "--gpus", "--stage", "2", "--dtype", "bf16",
+           "--offload-optimizer", "--micro-batch", "8", "--activations", "recompute",
+           "--compute-tflops", "400", "--optimizer-gbs", "3000", "--cpu-optimizer-gbs", "40",
+           "--json"]
+    def gpu_plan(ratio, extra=()):
+        r = run([plan] + gpu + ["--offload-ratio", str(ratio)] + list(extra))
+        return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
+    whole = gpu_plan(1)
+    times = {}
+    for ratio in [k / 20 for k in range(1, 21)]:
+        j = gpu_plan(ratio)
+        if "error" in j:
+            check(False, f"--offload-ratio {ratio}: {j['error']}")
+            continue
+        share, st = j["offload_share"], j["step"]
+        times[ratio] = st["seconds"]
+        host_share = j["per_rank"]["host_bytes"] / whole["per_rank"]["host_bytes"]
+        elements = j["parameters"]  # one rank
+        cpu = elements * 28 * share / 40e9
+        device = elements * 28 * (1 - share) / 3000e9
+        backward = st["compute_seconds"] * 2 / 3
+        hidden = min(cpu, backward)
+        check(ratio <= share <= 1 and abs(share - host_share) < 1e-12
+              and abs(st["cpu_optimizer_seconds"] - cpu) < 1e-9
+              and abs(st["cpu_optimizer_hidden_seconds"] - hidden) < 1e-9
+              and abs(st["optimizer_seconds"] - (cpu - hidden + device)) < 1e-9,
+              f"--offload-ratio {ratio}: share {share:.3f}, CPU {cpu * 1e3:.1f} ms of which "
+              f"{hidden * 1e3:.1f} hidden, GPU {device * 1e3:.1f} ms")
+    # auto: with a step time the fastest share; with memory only the least that fits.
+    best = gpu_plan("auto")
+    check(best.get("step", {}).get("seconds", 1e9) <= min(times.values()) + 1e-12
+          and "fastest" in best.get("offload_choice", ""),
+          f"--offload-ratio auto: the fastest step ({best.get('offload_ratio')}, "
+          f"{best.get('step', {}).get('seconds')} s against {min(times.values())} s)")
+    memory_only = [a for a in gpu if a not in ("--compute-tflops", "400", "--optimizer-gbs",
+                                               "3000", "--cpu-optimizer-gbs", "40")]
+    fits = {}
+    for ratio in [k / 20 for k in range(1, 21)]:
+        j = json.loads(run([plan] + memory_only + ["--offload-ratio", str(ratio),
+                                                   "--memory-per-rank", "30GB"]).stdout)
+        fits[ratio] = (j["fits"], j["offload_share"])
+    j = json.loads(run([plan] + memory_only + ["--offload-ratio", "auto",
+                                               "--memory-per-rank", "30GB"]).stdout)
+    least = min(share for ok, share in fits.values() if ok)
+    check(j["fits"] and j["offload_share"] == least and
+          any(not ok for ok, _ in fits.values()),
+          f"--offload-ratio auto --memory-per-rank 30GB: the least share that fits "
+          f"({j['offload_share']:.3f}, ratio {j['offload_ratio']})")
+
     # Bad input: status 2, the field named, nothing else printed.
     bad_gpt2 = os.path.join(tmp, "bad.json")
     with open(bad_gpt2, "w") as f:
@@ -167,7 +219,20 @@ with tempfile.TemporaryDirectory() as tmp:
             (["--profile", profile], "--profile is for the step time: give --compute-tflops"),
             (["--model", "gpt2", "--heads", "8"], "--heads is for a model given by its size"),
             (["--stage", "2", "--sweep"], "--stage with --sweep or --plot"),
-            (["--accumulation", "0"], "--accumulation is 0")]:
+            (["--accumulation", "0"], "--accumulation is 0"),
+            (["--offload-ratio", "0.5"], "--offload-ratio is the share of an offloaded"),
+            (["--gpus", "--offload-optimizer", "--offload-ratio", "half"],
+             "--offload-ratio half: a number in (0, 1], or auto"),
+            (["--gpus", "--offload-optimizer", "--offload-ratio", "0"],
+             "zero_optimization.offload_optimizer.ratio is 0"),
+            (["--gpus", "--offload-optimizer", "--offload-ratio", "auto"],
+             "--offload-ratio auto balances the GPU's memory (--memory-per-rank) or the step"),
+            (["--gpus", "--offload-optimizer", "--offload-ratio", "auto", "--sweep"],
+             "not with --sweep or --plot"),
+            (["--gpus", "--offload-optimizer", "--offload-ratio", "auto", "--memory-per-rank",
+              "1MB"], "no share of the optimizer state offloaded fits"),
+            (["--gpus", "--offload-optimizer", "--compute-tflops", "1", "--optimizer-gbs", "1"],
+             "needs --cpu-optimizer-gbs")]:
         r = run([plan] + args)
         check(r.returncode == 2 and words in r.stderr and r.stdout == "",
               f"zrt-plan {' '.join(args)}: status 2 naming '{words}' (got {r.returncode}: "

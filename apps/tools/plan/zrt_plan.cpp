@@ -33,8 +33,11 @@ struct Options {
   std::string dtype = "fp32", optimizer = "adamw";
   double momentum = 0;
   bool offload_optimizer = false;
-  bool offload_param = false;       // stage 3: the parameter shard on the host
-  std::string offload_step;         // engine.offload_step; empty: the configuration's
+  bool offload_param = false;  // stage 3: the parameter shard on the host
+  std::string offload_step;    // engine.offload_step; empty: the configuration's
+  // zero_optimization.offload_optimizer.ratio: empty, the configuration's; a share in
+  // (0, 1]; "auto", chosen here (choose_offload_ratio).
+  std::string offload_ratio;
   int64_t reduce_bucket_bytes = 0;  // 0: the engine's default (or the configuration file's)
   std::string config_file;
   int micro_batch = 1, seq = 0;  // seq 0: the model's positions
@@ -50,8 +53,9 @@ struct Options {
   // The step time: a communication model and the rates of compute and optimizer.
   std::string profile, fabric;
   double compute_tflops = 0, optimizer_gbs = 0;
-  double overlap = -1;     // < 0: the communication model's
-  int cores_per_node = 0;  // 0: a core (or GPU) per rank
+  double cpu_optimizer_gbs = 0;  // the CPU's rate on the offloaded state
+  double overlap = -1;           // < 0: the communication model's
+  int cores_per_node = 0;        // 0: a core (or GPU) per rank
   int accumulation = 1;
 };
 
@@ -96,6 +100,11 @@ struct RankPlan {
   plan::StepTime step;
   std::string comm_source;
   double overlap = 0;
+  // Optimizer offload on the GPU: the share of the state on the CPU (at a bucket boundary,
+  // at least the ratio asked), and the timed step's CPU update and what backward hid of it.
+  double offload_ratio = 1, offload_share = 0;
+  double cpu_optimizer = 0, cpu_hidden = 0;
+  std::string offload_choice;  // --offload-ratio auto: what was chosen, and why
   int64_t model_states() const { return report.total; }
   // What the memory per rank must hold: where the model computes (the GPU, or the host).
   int64_t needed(bool gpus) const {
@@ -170,7 +179,13 @@ void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
   in.flops_per_second = o.compute_tflops * 1e12 * share;
   const double elements = r.stage == 0 ? static_cast<double>(r.report.parameter_count)
                                        : static_cast<double>(r.report.parameter_count) / r.nranks;
-  in.optimizer_bytes = elements * optimizer_bytes_per_element(o);
+  // Offloaded, the device updates its part (none with ratio 1) and the CPU the rest: after
+  // backward both at once, during backward the CPU's part overlaps backward (the last
+  // micro-step's, two thirds of its compute) and the device's follows the step's norm.
+  // The copies over PCIe are not counted.
+  const double state_bytes = elements * optimizer_bytes_per_element(o);
+  const double f = r.offload_share;
+  in.optimizer_bytes = state_bytes * (1 - f);
   in.optimizer_bytes_per_second = o.optimizer_gbs * 1e9 * share;
   in.comm = r.comm;
   // Stages 2-3 reduce every micro-step; 0-1 once, at the last.
@@ -185,6 +200,19 @@ void time_step(const Options &o, const plan::PlanModel &model, RankPlan &r) {
   in.reduce_window = r.stage <= 1 ? 2.0 / 3.0 * per_micro : 2.0 / 3.0;
   in.gather_window = r.stage == 3 ? 1.0 / 3.0 * per_micro : 0.0;
   r.step = plan::predict_step(in, comm);
+  if (f > 0) {
+    if (o.cpu_optimizer_gbs <= 0)
+      throw InputError(
+          "a step time with optimizer offload needs --cpu-optimizer-gbs (the bytes per second "
+          "the CPU optimizer streams for a rank)");
+    r.cpu_optimizer = state_bytes * f / (o.cpu_optimizer_gbs * 1e9);
+    const bool during = o.offload_step != "after_backward" && o.optimizer != "lamb";
+    const double backward = r.step.compute * 2.0 / 3.0 / o.accumulation;
+    r.cpu_hidden = during ? std::min(r.cpu_optimizer, backward) : 0;
+    const double exposed_cpu = r.cpu_optimizer - r.cpu_hidden;
+    r.step.optimizer =
+        during ? exposed_cpu + r.step.optimizer : std::max(exposed_cpu, r.step.optimizer);
+  }
   r.timed = true;
   r.comm_source = r.nranks > 1 ? comm.source : "one rank: no collectives";
   r.overlap = in.overlap;
@@ -214,6 +242,17 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   nlohmann::json keys = nlohmann::json::object();
   if (o.offload_param) keys["zero_optimization"]["offload_param"]["device"] = "cpu";
   if (!o.offload_step.empty()) keys["engine"]["offload_step"] = o.offload_step;
+  if (!o.offload_ratio.empty()) {
+    try {
+      size_t used = 0;
+      r.offload_ratio = std::stod(o.offload_ratio, &used);
+      if (used != o.offload_ratio.size()) throw std::invalid_argument("trailing text");
+    } catch (const std::exception &) {
+      throw InputError(
+          fmt::format("--offload-ratio {}: a number in (0, 1], or auto", o.offload_ratio));
+    }
+    keys["zero_optimization"]["offload_optimizer"]["ratio"] = r.offload_ratio;
+  }
   const std::string settings = keys.dump();
   if (!keys.empty()) {
     p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
@@ -264,8 +303,60 @@ RankPlan plan_one(const Options &o, const plan::PlanModel &model, int stage, int
   } catch (const std::invalid_argument &e) {
     throw InputError(e.what());
   }
+  // The share offloaded: the host's bytes against those of the whole offload (all of them
+  // are in proportion to it).
+  if (o.gpus && o.offload_optimizer) {
+    r.offload_share = 1;
+    if (r.offload_ratio < 1) {
+      Options whole = o;
+      whole.offload_ratio = "1";
+      whole.compute_tflops = 0;
+      const RankPlan all = plan_one(whole, model, stage, nodes);
+      r.offload_share =
+          static_cast<double>(r.report.host_bytes) / static_cast<double>(all.report.host_bytes);
+    }
+  }
   if (o.compute_tflops > 0) time_step(o, model, r);
   return r;
+}
+
+// --offload-ratio auto: the ratios 0.05, 0.10 ... 1 (the engine takes each at a bucket
+// boundary), keeping those whose GPU and host needs fit the memory given. With a step
+// time, the fastest (the smallest share among equals); without one, the smallest share
+// that fits (the GPU updates its state faster than the CPU).
+RankPlan choose_offload_ratio(const Options &o, const plan::PlanModel &model) {
+  const bool timed = o.compute_tflops > 0;
+  if (!timed && o.memory_per_rank <= 0)
+    throw InputError(
+        "--offload-ratio auto balances the GPU's memory (--memory-per-rank) or the step time "
+        "(--compute-tflops): give one");
+  std::vector<RankPlan> fitting;
+  double last_share = -1;
+  for (int k = 1; k <= 20; ++k) {
+    Options c = o;
+    c.offload_ratio = fmt::format("{}", k / 20.0);
+    RankPlan r = plan_one(c, model, o.stage, o.nodes);
+    if (r.offload_share == last_share) continue;  // the same bucket boundary
+    last_share = r.offload_share;
+    const bool fits =
+        (o.memory_per_rank <= 0 || r.needed(true) <= o.memory_per_rank) &&
+        (o.host_memory_per_rank <= 0 || r.report.host_bytes <= o.host_memory_per_rank);
+    if (fits) fitting.push_back(std::move(r));
+  }
+  if (fitting.empty())
+    throw InputError(
+        "--offload-ratio auto: no share of the optimizer state offloaded fits the memory given "
+        "(each ratio needs more GPU or host memory than there is); see the plan with "
+        "--offload-ratio 1");
+  const RankPlan *best = &fitting.front();
+  if (timed)
+    for (const RankPlan &r : fitting)
+      if (r.step.total() < best->step.total() * (1 - 1e-9)) best = &r;
+  RankPlan chosen = *best;
+  chosen.offload_choice =
+      timed ? fmt::format("the fastest predicted step of the {} share(s) that fit", fitting.size())
+            : std::string("the least offloaded share that fits the GPU's memory");
+  return chosen;
 }
 
 // What stage 0 holds of parameters, gradients, master weights and moments (no buckets), the
@@ -324,6 +415,11 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                       {"all_gather_bytes", r.comm.all_gather_bytes},
                       {"all_reduce_calls", r.comm.all_reduce_calls},
                       {"all_reduce_bytes", r.comm.all_reduce_bytes}};
+  if (o.gpus && o.offload_optimizer) {
+    j["offload_ratio"] = r.offload_ratio;
+    j["offload_share"] = r.offload_share;
+    if (!r.offload_choice.empty()) j["offload_choice"] = r.offload_choice;
+  }
   if (r.timed)
     j["step"] = {{"seconds", r.step.total()},
                  {"compute_seconds", r.step.compute},
@@ -331,6 +427,8 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
                  {"reduce_seconds", r.step.reduce},
                  {"gather_seconds", r.step.gather},
                  {"exposed_comm_seconds", r.step.exposed},
+                 {"cpu_optimizer_seconds", r.cpu_optimizer},
+                 {"cpu_optimizer_hidden_seconds", r.cpu_hidden},
                  {"overlap", r.overlap},
                  {"comm_model", r.comm_source}};
   if (o.host_memory_per_rank > 0 && o.gpus) {
@@ -342,6 +440,15 @@ nlohmann::json rank_json(const Options &o, const plan::PlanModel &model, const R
     j["fits"] = r.needed(o.gpus) <= o.memory_per_rank;
   }
   return j;
+}
+
+// "needs X of the Y each rank has: fits (N%)", or "...: does not fit".
+std::string fit_text(int64_t need, int64_t have) {
+  return fmt::format(
+      "needs {} of the {} each rank has: {}", bytes_text(need), bytes_text(have),
+      need <= have ? fmt::format("fits ({:.0f}%)",
+                                 100.0 * static_cast<double>(need) / static_cast<double>(have))
+                   : std::string("does not fit"));
 }
 
 void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r) {
@@ -378,6 +485,12 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
                                                      : "4 x largest layer + 18P/N")
                               : (o.offload_optimizer ? "2P" : "4P + 16P/N"));
   }
+  if (o.gpus && o.offload_optimizer && (r.offload_ratio < 1 || !r.offload_choice.empty()))
+    fmt::print(
+        "optimizer offload: {:.1f}% of the state on the CPU (ratio {}{}), the rest "
+        "updated on the GPU\n",
+        100 * r.offload_share, r.offload_ratio,
+        r.offload_choice.empty() ? std::string() : ", chosen: " + r.offload_choice);
   if (m.node_shared_bytes > 0)
     fmt::print("of which in the node-shared window ({} ranks): {}\n", m.node_shared_ranks,
                bytes_text(m.node_shared_bytes));
@@ -388,26 +501,17 @@ void print_one(const Options &o, const plan::PlanModel &model, const RankPlan &r
         seconds_text(r.step.total()), seconds_text(r.step.compute), seconds_text(r.step.optimizer),
         seconds_text(r.step.exposed), seconds_text(r.step.reduce), seconds_text(r.step.gather),
         100 * r.overlap, r.comm_source);
+  if (r.timed && r.cpu_optimizer > 0)
+    fmt::print("CPU optimizer: {}, of which backward hides {}\n", seconds_text(r.cpu_optimizer),
+               seconds_text(r.cpu_hidden));
   const int64_t need = r.needed(o.gpus);
   if (o.memory_per_rank > 0)
-    fmt::print("needs {} of the {} each rank has: {}\n", bytes_text(need),
-               bytes_text(o.memory_per_rank),
-               need <= o.memory_per_rank
-                   ? fmt::format("fits ({:.0f}%)", 100.0 * static_cast<double>(need) /
-                                                       static_cast<double>(o.memory_per_rank))
-                   : std::string("does not fit"));
+    fmt::print("{}\n", fit_text(need, o.memory_per_rank));
   else
     fmt::print("needs {} per rank\n", bytes_text(need));
   // Offload's side: the model states in host memory (activations offloaded come on top).
-  if (o.gpus && o.host_memory_per_rank > 0) {
-    const int64_t host = r.report.host_bytes;
-    fmt::print("host memory: needs {} of the {} each rank has: {}\n", bytes_text(host),
-               bytes_text(o.host_memory_per_rank),
-               host <= o.host_memory_per_rank
-                   ? fmt::format("fits ({:.0f}%)", 100.0 * static_cast<double>(host) /
-                                                       static_cast<double>(o.host_memory_per_rank))
-                   : std::string("does not fit"));
-  }
+  if (o.gpus && o.host_memory_per_rank > 0)
+    fmt::print("host memory: {}\n", fit_text(r.report.host_bytes, o.host_memory_per_rank));
 }
 
 // Node counts of a sweep: powers of two up to --nodes, and --nodes itself.
@@ -513,8 +617,8 @@ void write_plot(const Options &o, const plan::PlanModel &model,
 // Options that only mean something beside others are refused alone rather than ignored.
 void check_combinations(const Options &o, const CLI::App &app) {
   const bool timed = o.compute_tflops > 0;
-  for (const char *name :
-       {"--profile", "--fabric", "--optimizer-gbs", "--overlap", "--cores-per-node"})
+  for (const char *name : {"--profile", "--fabric", "--optimizer-gbs", "--overlap",
+                           "--cores-per-node", "--cpu-optimizer-gbs"})
     if (!timed && app.count(name) > 0)
       throw InputError(fmt::format("{} is for the step time: give --compute-tflops too", name));
   if (!o.profile.empty() && !o.fabric.empty())
@@ -523,6 +627,14 @@ void check_combinations(const Options &o, const CLI::App &app) {
     throw InputError("--heads is for a model given by its size (--params, --layers, --hidden)");
   if (app.count("--stage") > 0 && (o.sweep || !o.plot.empty()))
     throw InputError("--stage with --sweep or --plot: they cover stages 0-3");
+  if (!o.offload_ratio.empty() && !(o.offload_optimizer && o.gpus))
+    throw InputError(
+        "--offload-ratio is the share of an offloaded optimizer state: give "
+        "--gpus and --offload-optimizer too");
+  if (o.offload_ratio == "auto" && (o.sweep || !o.plot.empty()))
+    throw InputError(
+        "--offload-ratio auto plans one stage on one machine: not with --sweep "
+        "or --plot");
   if (app.count("--max-predictions") > 0 && o.model.rfind("bert", 0) != 0 &&
       !o.model.ends_with(".json"))
     throw InputError("--max-predictions is for BERT models");
@@ -548,10 +660,14 @@ int run(Options o) {
   const bool every = o.sweep || !o.plot.empty();
   const std::vector<int> stages = every ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{o.stage};
   const std::vector<int> nodes = every ? sweep_nodes(o.nodes) : std::vector<int>{o.nodes};
-  for (int stage : stages) {
-    table.emplace_back();
-    for (int n : nodes)
-      table.back().push_back(plan_one(o, model, stage, n));
+  if (o.offload_ratio == "auto") {
+    table.push_back({choose_offload_ratio(o, model)});
+  } else {
+    for (int stage : stages) {
+      table.emplace_back();
+      for (int n : nodes)
+        table.back().push_back(plan_one(o, model, stage, n));
+    }
   }
   if (!o.plot.empty()) {
     write_plot(o, model, table);
@@ -604,6 +720,11 @@ int main(int argc, char **argv) {
                  "during_backward (the CPU step hidden behind backward, which keeps a saved "
                  "copy of the shard's state) or after_backward")
       ->check(CLI::IsMember({"during_backward", "after_backward"}));
+  app.add_option("--offload-ratio", o.offload_ratio,
+                 "with --offload-optimizer: the share of the optimizer state on the CPU, the "
+                 "rest updated on the GPU (0 < ratio <= 1, at a bucket boundary), or auto: "
+                 "the fastest predicted step that fits (with --compute-tflops), or the least "
+                 "offloaded share that fits --memory-per-rank");
   app.add_option("--reduce-bucket-bytes", o.reduce_bucket_bytes,
                  "the engine's bucket size (default: the engine's, or --config's)")
       ->transform(CLI::AsSizeValue(false));
@@ -642,6 +763,9 @@ int main(int argc, char **argv) {
                  "step time: the forward and backward rate a rank sustains, TFLOP/s");
   app.add_option("--optimizer-gbs", o.optimizer_gbs,
                  "step time: the bytes per second the optimizer streams on a rank, GB/s");
+  app.add_option("--cpu-optimizer-gbs", o.cpu_optimizer_gbs,
+                 "step time with optimizer offload: the bytes per second the CPU optimizer "
+                 "streams for a rank, GB/s");
   app.add_option("--overlap", o.overlap,
                  "step time: the share of gradient reductions (and stage-3 gathers) that "
                  "compute hides (default: 1 for the fabrics, 0 for a profile)");
