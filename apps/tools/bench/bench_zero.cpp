@@ -36,6 +36,8 @@ struct ZeroOptions {
   bool offload = false;
   // engine.offload_step of the offloaded device engines: during_backward, after_backward.
   std::string offload_step = "during_backward";
+  // zero_optimization.offload_optimizer.ratio: the share of the state on the CPU.
+  double offload_ratio = 1;
   // Where the host engine's collective buffers live (engine.shared_buffers): "both" runs
   // every case on private buffers and then on node-shared ones, beside each other.
   std::string buckets = "both";
@@ -129,8 +131,10 @@ CaseResult run_case(zrt_context_h ctx, const ZeroOptions &opt, int stage, bool o
   p.memory_space = device ? ZRT_ENGINE_MEMORY_DEVICE : ZRT_ENGINE_MEMORY_HOST;
   // Offload moves a device engine's state (a host engine refuses it).
   p.offload_optimizer = opt.offload && stage > 0 && device;
-  const std::string settings =
-      fmt::format(R"({{"engine": {{"offload_step": "{}"}}}})", opt.offload_step);
+  const std::string settings = fmt::format(
+      R"({{"engine": {{"offload_step": "{}"}}, "zero_optimization": {{"offload_optimizer": )"
+      R"({{"ratio": {}}}}}}})",
+      opt.offload_step, opt.offload_ratio);
   if (p.offload_optimizer) {
     p.field_mask |= ZRT_ENGINE_PARAM_FIELD_SETTINGS;
     p.settings = settings.c_str();
@@ -276,7 +280,9 @@ int run_zero(const ZeroOptions &opt) {
         "{:>6} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}{}{}\n",
         opt.layers, opt.width, opt.width, params / 1e6, n,
         opt.offload
-            ? fmt::format(" with ZeRO-Offload at stages 1-3 (CPU step {})", opt.offload_step)
+            ? fmt::format(" with ZeRO-Offload at stages 1-3 (CPU step {}{})", opt.offload_step,
+                          opt.offload_ratio < 1 ? fmt::format(", ratio {}", opt.offload_ratio)
+                                                : std::string())
             : std::string(),
         device ? opt.memory_space + " device" : std::string("host"), opt.steps, "stage", "overlap",
         "buckets", "seconds", "vs stage 0", "exposed", "vs private",
@@ -338,6 +344,7 @@ int run_zero(const ZeroOptions &opt) {
             j["offload_exposed_seconds"] = c.offload_exposed;
             j["offload_hidden_share"] = hidden;
             j["offload_step"] = opt.offload_step;
+            j["offload_ratio"] = opt.offload_ratio;
             j["offload_cpu_seconds"] = c.offload_cpu;
             j["offload_cpu_exposed_seconds"] = c.offload_cpu_exposed;
             j["offload_cpu_hidden_share"] = cpu_hidden;
@@ -392,6 +399,10 @@ void add_zero_bench(CLI::App &app) {
                   "with --offload on the device: the CPU step during_backward (hidden behind "
                   "backward, speculatively) or after_backward (engine.offload_step)")
       ->check(CLI::IsMember({"during_backward", "after_backward"}))
+      ->capture_default_str();
+  sub->add_option("--offload-ratio", opt->offload_ratio,
+                  "with --offload on the device: the share of the optimizer state on the CPU, "
+                  "the rest updated on the device (zero_optimization.offload_optimizer.ratio)")
       ->capture_default_str();
   sub->callback([opt] {
     int rc = run_zero(*opt);
