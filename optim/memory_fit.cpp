@@ -58,6 +58,11 @@ std::string remedies(const EngineSettings &settings, const Layout &layout, int n
   if (device && !settings.offload_optimizer)
     ways.push_back(
         "the optimizer state in host memory (zero_optimization.offload_optimizer.device cpu)");
+  if (device && settings.offload_optimizer && settings.offload_ratio < 1)
+    ways.push_back(fmt::format(
+        "more of the optimizer state in host memory (zero_optimization.offload_optimizer.ratio "
+        "above {})",
+        settings.offload_ratio));
   ways.push_back(larger);
   std::string text;
   for (size_t i = 0; i < ways.size(); ++i)
@@ -116,7 +121,8 @@ void check_engine_fits(MemoryPart &memory, const EngineSettings &settings, const
            "less ({}a higher stage or more ranks to shrink the shard)",
            format_bytes(static_cast<size_t>(need.pinned_bytes)), format_bytes(lock.limit),
            format_bytes(lock.locked),
-           settings.offload_param ? "zero_optimization.offload_param.device none, or " : "");
+           settings.offload_param ? "zero_optimization.offload_param.device none, or "
+                                  : "a lower zero_optimization.offload_optimizer.ratio, ");
   }
   // What each pool may still hold (its limit: memory.<space>.limit, whose default follows the
   // process's limits, RLIMIT_AS included).

@@ -522,8 +522,10 @@ StepReport Engine::step(const std::function<void()> &check) {
   if (speculated && clip == 1) {
     speculative_->commit();  // the update backward hid is this step's, bit for bit
     // A partial offload's device part is updated now, on the device.
-    if (state_.partial())
+    if (state_.partial()) {
       optimizer_->run(static_cast<float>(unscale), report.lr, step_, /*device_only=*/true);
+      memory_->synchronize();  // not counted as a wait for the offload's copies
+    }
     redo_streak_ = 0;
     redo_pause_ = 1;
   } else {
@@ -580,12 +582,6 @@ void Engine::refresh_params() {
     all_gather_updated_params(*comm_, *memory_, layout_, state_, settings_.dtype,
                               settings_.allgather_bucket_bytes, comm_stats_, step_);
   if (gatherer_) gatherer_->drop_all();
-}
-
-bool Engine::state_on_device() const {
-  for (const OwnedRange &o : optimizer_->owned())
-    if (state_.state_place(o) == Place::Device) return true;
-  return false;
 }
 
 void Engine::copy_state(void *dst, const void *src, size_t bytes) {

@@ -153,8 +153,6 @@ class Engine {
   // Moves bytes between device state (StatePiece::on_device) and host memory, and returns
   // when they have arrived.
   void copy_state(void *dst, const void *src, size_t bytes);
-  // Whether any of this rank's state is device memory.
-  bool state_on_device() const;
   bool has_m() const { return state_.has_m(); }
   bool has_v() const { return state_.has_v(); }
   const LossScaler &scaler() const { return scaler_; }
