@@ -1,5 +1,6 @@
 #include <zerort/nn/crossentropy.hpp>
 
+#include <zerort/nn/block_sum.hpp>
 #include <zerort/nn/fast_exp.hpp>
 #include <zerort/nn/host_loops.hpp>
 
@@ -40,18 +41,30 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
           });
         }
         team.team_barrier();  // the sum reads what the team's other threads wrote
+        // The denominator: in blocks on the host (block_sum.hpp), whose team of one
+        // thread would otherwise add 50,257 terms in a row; a device's team adds its
+        // threads' partial sums in a tree already.
         T sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, V), [&](int v, T &s) { s += logits(n, v); }, sum);
+        if constexpr (host_loops::taken_for<T>) {
+          Kokkos::single(
+              Kokkos::PerTeam(team),
+              [&](T &s) { s = block_sum<T>(V, [&](int64_t v) { return logits(n, v); }); }, sum);
+        } else {
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, V), [&](int v, T &s) { s += logits(n, v); }, sum);
+        }
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
         // log-sum-exp form: exact even where the probability underflows.
         Kokkos::single(Kokkos::PerTeam(team),
                        [&]() { losses(n) = maxv + kmath::log(sum) - target_logit; });
       });
+  // The mean in blocks, by one thread: the same order whatever the execution space and
+  // its threads (a range reduction's order depends on them).
   T total = 0;
   Kokkos::parallel_reduce(
-      "crossentropy_mean", RangePolicy(0, N), KOKKOS_LAMBDA(int n, T &s) { s += losses(n); },
+      "crossentropy_mean", RangePolicy(0, 1),
+      KOKKOS_LAMBDA(int, T &s) { s += block_sum<T>(N, [&](int64_t n) { return losses(n); }); },
       total);
   return total / N;
 }

@@ -11,6 +11,7 @@
 
 #include <zerort/nn.hpp>  // the umbrella compiles on its own
 #include <zerort/nn/attention.hpp>
+#include <zerort/nn/block_sum.hpp>
 #include <zerort/nn/crossentropy.hpp>
 #include <zerort/nn/embedding.hpp>
 #include <zerort/nn/encoder.hpp>
@@ -287,8 +288,8 @@ TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
 
   // Softmax rows: logits between -200 and 20, so that many fall past the cut 60 below the
   // largest (row 0's largest is 30, and one logit is exactly 60 below it); the row's length
-  // is not a multiple of any vector's. The reference adds in index order, as the layer's sum does
-  // with the host's one-thread teams.
+  // is not a multiple of any vector's. The reference adds in blocks (block_sum.hpp), as the
+  // layer's sum does on the host.
   const int rows = 3, V = 50257;
   FBuf logits(size_t(rows) * V), losses(rows);
   logits.randomize(rng, 110.0);
@@ -305,12 +306,11 @@ TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
     for (int v = 0; v < V; ++v)
       maxv = row[v] > maxv ? row[v] : maxv;
     std::vector<float> e(V);
-    float sum = 0;
     for (int v = 0; v < V; ++v) {
       const float dv = row[v] - maxv;
       e[size_t(v)] = dv < -60.0f ? 0.0f : fast_exp(dv);
-      sum += e[size_t(v)];
     }
+    const float sum = block_sum<float>(V, [&](int64_t v) { return e[size_t(v)]; });
     const float inv = 1.0f / sum;
     int zeros = 0;
     for (int v = 0; v < V; ++v) {

@@ -11,6 +11,9 @@
 #   <!-- readme-test: output CMD --> CMD runs (and must succeed), and the next ``` block
 #                                 must be what it prints (compare_output.py: timings and
 #                                 resident sizes as placeholders, every other figure exact)
+# With README_REFRESH_DIR=DIR a quote that differs is kept in DIR with what the program
+# printed, and the run goes on: tests/readme/refresh_quoted.py DIR then rewrites those quotes
+# from this run's output (after a change that changes the figures, such as a loss).
 # They run in a scratch folder where build/, runtime/, scripts/, apps/, slurm/ and every
 # folder with an include/ point at the real ones, so the manual can show the paths a user
 # types from the repository root.
@@ -102,7 +105,15 @@ run_page() {
         python3 "$here/compare_output.py" block.txt output.txt || {
           echo "== in $name; what it printed:"
           cat output.txt
-          exit 1
+          if [ -n "${README_REFRESH_DIR:-}" ]; then
+            # Kept for refresh_quoted.py, which rewrites the quote from this run's output.
+            n=$(find "$README_REFRESH_DIR" -name '*.page' | wc -l)
+            printf '%s\n' "$page" > "$README_REFRESH_DIR/$n.page"
+            cp block.txt "$README_REFRESH_DIR/$n.quoted"
+            cp output.txt "$README_REFRESH_DIR/$n.printed"
+          else
+            exit 1
+          fi
         }
       else
         echo "== running block $blocks ($name):"
