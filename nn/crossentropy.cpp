@@ -41,18 +41,9 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
           });
         }
         team.team_barrier();  // the sum reads what the team's other threads wrote
-        // The denominator: in blocks on the host (block_sum.hpp), whose team of one
-        // thread would otherwise add 50,257 terms in a row; a device's team adds its
-        // threads' partial sums in a tree already.
-        T sum = 0;
-        if constexpr (host_loops::taken_for<T>) {
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](T &s) { s = block_sum<T>(V, [&](int64_t v) { return logits(n, v); }); }, sum);
-        } else {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, V), [&](int v, T &s) { s += logits(n, v); }, sum);
-        }
+        // The denominator: in blocks on the host (block_sum.hpp), whose team of one thread
+        // would otherwise add 50,257 terms in a row.
+        const T sum = team_sum<T>(team, V, [&](int v) { return logits(n, v); });
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) { logits(n, v) *= inv; });
         // log-sum-exp form: exact even where the probability underflows.

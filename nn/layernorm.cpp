@@ -2,7 +2,6 @@
 
 #include <zerort/nn/block_sum.hpp>
 #include <zerort/nn/column_sums.hpp>
-#include <zerort/nn/host_loops.hpp>
 
 namespace zrt::nn {
 
@@ -15,37 +14,12 @@ void layernorm_forward(Mat<T> out, Vec<T> mean, Vec<T> rstd, CMat<T> inp, CVec<T
       "layernorm_forward", TeamPolicy(N, Kokkos::AUTO), KOKKOS_LAMBDA(const TeamMember &team) {
         const int n = team.league_rank();
         // The mean and the variance: in blocks on the host (block_sum.hpp), whose team of
-        // one thread would otherwise add the channels in a row; in the team's tree on a
-        // device.
-        T sum = 0, sq = 0;
-        if constexpr (host_loops::taken_for<T>) {
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](T &s) { s = block_sum<T>(C, [&](int64_t c) { return inp(n, c); }); }, sum);
-        } else {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, C), [&](int c, T &s) { s += inp(n, c); }, sum);
-        }
-        const T m = sum / C;
-        if constexpr (host_loops::taken_for<T>) {
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](T &s) {
-                s = block_sum<T>(C, [&](int64_t c) {
-                  const T d = inp(n, c) - m;
-                  return d * d;
-                });
-              },
-              sq);
-        } else {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, C),
-              [&](int c, T &s) {
-                const T d = inp(n, c) - m;
-                s += d * d;
-              },
-              sq);
-        }
+        // one thread would otherwise add the channels in a row.
+        const T m = team_sum<T>(team, C, [&](int c) { return inp(n, c); }) / C;
+        const T sq = team_sum<T>(team, C, [&](int c) {
+          const T d = inp(n, c) - m;
+          return d * d;
+        });
         // Biased variance, as PyTorch's LayerNorm (GPT-2's eps is 1e-5, BERT's 1e-12).
         const T s = T(1) / kmath::sqrt(sq / C + eps);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, C),

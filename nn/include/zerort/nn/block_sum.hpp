@@ -17,6 +17,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "host_loops.hpp"
+#include "tensor.hpp"
+
 namespace zrt::nn {
 
 /// The sum of @p term(i) for i in [0, n), in T.
@@ -52,6 +55,23 @@ KOKKOS_INLINE_FUNCTION T block_sum(int64_t n, const Term &term) {
       first = false;
     }
   return total;
+}
+
+/// The sum of @p term(i) for i in [0, n) by a team, the same on all its threads: on the
+/// host (host_loops::taken_for, whose teams are one thread) by block_sum; on a device in the
+/// team's own tree of its threads' partial sums. A function rather than a branch in each
+/// kernel: CUDA's extended lambdas may not first capture a variable inside `if constexpr`.
+template <class T, class Term>
+KOKKOS_INLINE_FUNCTION T team_sum(const TeamMember &team, int n, const Term &term) {
+  T sum = 0;
+  if constexpr (host_loops::taken_for<T>) {
+    Kokkos::single(
+        Kokkos::PerTeam(team), [&](T &s) { s = block_sum<T>(n, term); }, sum);
+  } else {
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, n), [&](int i, T &s) { s += term(i); }, sum);
+  }
+  return sum;
 }
 
 }  // namespace zrt::nn
