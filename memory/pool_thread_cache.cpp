@@ -1,7 +1,5 @@
 // The pool's side of its thread caches (thread_cache.hpp): lending blocks, taking them
 // back, frees from other threads, flushes and thread exit.
-#include <array>
-
 #include "memory/address_map.hpp"
 #include "memory/poison.hpp"
 #include "memory/pool.hpp"
@@ -61,26 +59,30 @@ inline bool Pool::free_cached(ThreadCache &c, uintptr_t p) {
   // Over budget: the idle blocks are a working set the program has moved away from; they
   // all go back, so the cache follows the sizes in use now.
   bool over = relaxed(c.idle_bytes) + b->size > options_.thread_cache_bytes;
-  std::array<Block *, QuickCache::kDepth> evicted;
-  size_t n = 0, evicted_bytes = 0;
-  bool kept = !over && c.idle.put(b, [&](Block *old) {
-    evicted[n++] = old;
-    evicted_bytes += old->size;
-  });
-  if (kept) c.mark_idle(b);
-  if (kept && n == 0) return true;
-  c.sub_idle(evicted_bytes);
+  // A class that is full grows (without the lock: its storage is the thread's own), so
+  // that as many blocks of one size stay cached as the program keeps live at once.
+  if (!over && (c.idle.put_if_room(b) ||
+                (c.idle.can_grow(b) && c.idle.grow(QuickCache::index(b->size, b->lifetime)) &&
+                 c.idle.put_if_room(b)))) {
+    c.mark_idle(b);
+    return true;
+  }
   std::lock_guard lock(mutex_);
-  for (size_t i = 0; i < n; ++i)
-    give_back_locked(c, evicted[i]);
+  bool kept = false;
   if (over) {
     flush_locked(c);
-    if (c.idle.put(b, [](Block *) {})) {  // the cache is empty: this always fits
-      c.mark_idle(b);
-      return true;
-    }
+    kept = c.idle.put(b, [](Block *) {});  // the cache is empty: this always fits
+  } else {
+    // The slot holds another class, which hands it over, or b's class is as deep as it goes.
+    kept = c.idle.put(b, [&](Block *old) {
+      c.sub_idle(old->size);
+      give_back_locked(c, old);
+    });
   }
-  if (!kept) give_back_locked(c, b);
+  if (kept)
+    c.mark_idle(b);
+  else
+    give_back_locked(c, b);
   return true;
 }
 

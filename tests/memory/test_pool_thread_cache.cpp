@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -124,6 +125,48 @@ TEST(PoolThreadCache, SizesSharingACacheSlotTakeItInTurn) {
   EXPECT_TRUE(fails_with([&] { pool->free(a2); }, ZRT_ERR_INVALID_ARGUMENT, "freed twice"));
   pool->check();
   EXPECT_EQ(pool->stats().live, 0u);
+}
+
+// A step keeps many blocks of one size live (every layer's activation of one shape). The
+// thread cache keeps them all idle when they are freed and hands the same blocks back,
+// with no lock: the pool's own bookkeeping does not move between the rounds.
+TEST(PoolThreadCache, HundredsOfBlocksOfOneSizeComeBackFromTheCache) {
+  auto pool = cached_pool(256 * MiB, 32 * MiB);
+  const size_t n = 300, size = 16 * KiB;
+  std::vector<void *> first(n), again(n);
+  for (auto &p : first)
+    p = pool->allocate(size, Lifetime::Transient);
+  for (size_t i = 0; i < n; ++i)
+    pool->free(first[(i * 7) % n]);  // 7 is prime to 300: every block, shuffled
+  for (auto &p : again) {
+    p = pool->allocate(size, Lifetime::Transient);
+    fill(p, size, 5);
+  }
+  EXPECT_EQ(std::set<void *>(again.begin(), again.end()),
+            std::set<void *>(first.begin(), first.end()));
+  for (void *p : again)
+    EXPECT_TRUE(holds(p, size, 5));
+  pool->check();
+  EXPECT_TRUE(fails_with([&] { pool->free(static_cast<char *>(again[0]) + 256); },
+                         ZRT_ERR_INVALID_ARGUMENT, "points 256 bytes into an allocation"));
+  for (void *p : again)
+    pool->free(p);
+  EXPECT_TRUE(
+      fails_with([&] { pool->free(again[n - 1]); }, ZRT_ERR_INVALID_ARGUMENT, "freed twice"));
+  pool->check();
+  // Another thread's stats see every block idle in this thread's cache (they stay there
+  // until the owner's next call), none merged back into the pool.
+  std::thread([&] {
+    PoolStats s = pool->stats();
+    EXPECT_EQ(s.thread_cached, n * size);
+    EXPECT_EQ(s.live, 0u);
+  }).join();
+  void *p = pool->allocate(size, Lifetime::Transient);  // the owner drains, as asked
+  pool->free(p);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.live, 0u);
+  EXPECT_EQ(s.thread_cached, 0u);
+  pool->check();
 }
 
 TEST(PoolThreadCache, BlocksFreedByAnotherThreadReturnAtTheOwnersNextCall) {

@@ -115,3 +115,51 @@ TEST(QuickCache, DrainHandsEveryBlockOverAndEmptiesEverySlot) {
     for (Block &b : set)
       EXPECT_EQ(q.take(b.size, b.lifetime), nullptr);
 }
+
+// A full class grows to kMaxDepth on request and gives its blocks back last in, first out
+// across the place where its own storage begins; a slot handed over evicts all of them.
+TEST(QuickCache, AGrownClassHoldsUpToItsMostAndHandsOverWhole) {
+  QuickCache q;
+  const size_t n = QuickCache::kMaxDepth;
+  auto a = blocks(n + 1, 2048, Lifetime::Long, 0x10000000);
+  size_t slot = QuickCache::index(2048, Lifetime::Long);
+  size_t grown = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!q.put_if_room(&a[i])) {
+      ASSERT_TRUE(q.can_grow(&a[i])) << "at " << i;
+      ASSERT_TRUE(q.grow(slot));
+      ++grown;
+      ASSERT_TRUE(q.put_if_room(&a[i])) << "at " << i;
+    }
+  }
+  EXPECT_EQ(grown, 5u);  // 32 -> 64 -> 128 -> 256 -> 512 -> 1024
+  EXPECT_EQ(q.count(), n);
+  EXPECT_FALSE(q.put_if_room(&a[n]));
+  EXPECT_FALSE(q.can_grow(&a[n]));  // as deep as a class goes
+  EXPECT_FALSE(q.grow(slot));
+  size_t seen = 0;
+  q.for_each([&](size_t s, const QuickCache::Entry &e) {
+    EXPECT_EQ(s, slot);
+    EXPECT_EQ(e.block, &a[seen]);
+    ++seen;
+  });
+  EXPECT_EQ(seen, n);
+  // Out across the boundary of the in-place blocks, then back in.
+  for (size_t i = n; i-- > QuickCache::kDepth - 2;)
+    ASSERT_EQ(q.take(2048, Lifetime::Long), &a[i]);
+  for (size_t i = QuickCache::kDepth - 2; i < n; ++i)
+    ASSERT_TRUE(q.put_if_room(&a[i]));
+  size_t other = size_sharing_slot(2048, Lifetime::Long);
+  ASSERT_NE(other, 0u);
+  auto b = blocks(1, other, Lifetime::Long, 0x80000000);
+  EXPECT_FALSE(q.can_grow(&b[0]));  // the slot is another class's
+  std::set<Block *> evicted;
+  EXPECT_TRUE(q.put(&b[0], [&](Block *x) { evicted.insert(x); }));
+  EXPECT_EQ(evicted.size(), n);
+  EXPECT_EQ(q.count(), 1u);
+  // The slot keeps its grown room for the class that took it over.
+  auto c = blocks(n - 1, other, Lifetime::Long, 0x90000000);
+  for (Block &x : c)
+    ASSERT_TRUE(q.put_if_room(&x));
+  EXPECT_EQ(q.count(), n);
+}
