@@ -332,6 +332,11 @@ void Engine::set_param(int index, const void *values, zrt_dtype_t dtype) {
         stage_.state, [&](const OwnedRange &o, size_t i) { return state_.range(o).weights + i; },
         ZRT_DTYPE_FP32, [&](const OwnedRange &o) { return state_.state_place(o); });
   if (!staged.empty()) memory_->synchronize();  // the staged values, before they go
+  // Set again after a failed load: this parameter's weights are the program's now.
+  if (!incomplete_.empty()) {
+    incomplete_[static_cast<size_t>(index)] = 0;
+    if (std::count(incomplete_.begin(), incomplete_.end(), 1) == 0) incomplete_.clear();
+  }
 }
 
 void Engine::get_param(int index, void *values, zrt_dtype_t dtype) {
@@ -413,6 +418,7 @@ void Engine::validate_ready(const std::function<void()> &check) {
         [&] {
           if (check) check();
           require_committed("zrt_engine_step");
+          require_complete_state("zrt_engine_step");
           if (int missing = reducer_->first_not_ready(); missing >= 0)
             fail(ZRT_ERR_INVALID_STATE,
                  "the gradient of '{}' was not made ready (zrt_param_grad_ready) before "
@@ -428,7 +434,9 @@ void Engine::validate_ready(const std::function<void()> &check) {
     // drop this micro-step's gradients. When nothing is missing (a bad report struct, say),
     // change nothing: the posted reductions finish in the retried step. The choice must be
     // the same on every rank, since dropping posts the remaining buckets.
-    int missing = committed_ && reducer_->first_not_ready() >= 0 ? 1 : 0;
+    // An engine refused for a failed load drops them too, so that it is between steps
+    // again, where a load or zrt_param_set can mend it.
+    int missing = committed_ && (reducer_->first_not_ready() >= 0 || !incomplete_.empty()) ? 1 : 0;
     watched_allreduce(control_, &missing, 1, MPI_INT, MPI_MAX, "agreement on missing gradients");
     if (committed_ && missing) reducer_->abandon_micro_step();
     throw;
@@ -624,8 +632,26 @@ void Engine::settle_save(bool wait) {
   }
 }
 
+void Engine::mark_state_incomplete(std::string why) {
+  incomplete_.assign(static_cast<size_t>(param_count()), 1);
+  incomplete_why_ = std::move(why);
+}
+
+void Engine::require_complete_state(const char *what) const {
+  if (incomplete_.empty()) return;
+  const size_t left = static_cast<size_t>(std::count(incomplete_.begin(), incomplete_.end(), 1));
+  const size_t first = static_cast<size_t>(std::find(incomplete_.begin(), incomplete_.end(), 1) -
+                                           incomplete_.begin());
+  fail(ZRT_ERR_INVALID_STATE,
+       "{} refused: {}, and the engine holds part of that file's state and part of its own. "
+       "Load a checkpoint, or set every parameter with zrt_param_set ({} of {} not set since, "
+       "the first '{}')",
+       what, incomplete_why_, left, incomplete_.size(), param(static_cast<int>(first)).name);
+}
+
 void Engine::finish_load(int64_t step, const LossScaler::State &scaler) {
   require_committed("zrt_checkpoint_load");
+  incomplete_.clear();
   optimizer_->refresh_compute_copies(true);
   refresh_params();
   reducer_->end_accumulation();

@@ -158,6 +158,13 @@ class Engine {
   const LossScaler &scaler() const { return scaler_; }
   // Throws Error(ZRT_ERR_INVALID_STATE) unless the engine is committed and between steps.
   void require_between_steps(const char *what) const;
+  // A load failed after some of the file's state landed: the engine refuses to step or save
+  // (require_complete_state) until a load succeeds (finish_load) or every parameter is set
+  // (set_param). why says what happened, for the refusal's message. Local; a failed load
+  // marks every rank.
+  void mark_state_incomplete(std::string why);
+  // Throws Error(ZRT_ERR_INVALID_STATE), naming what and why, while the state is incomplete.
+  void require_complete_state(const char *what) const;
   // After the master weights and moments were overwritten: refresh the compute copies
   // (gathering them at stages 1 and 2), clear gradients, and take the saved step and scale.
   void finish_load(int64_t step, const LossScaler::State &scaler);  // collective
@@ -228,6 +235,9 @@ class Engine {
   int redo_streak_ = 0;
   int64_t speculate_from_ = 0, redo_pause_ = 1;
   std::shared_ptr<PendingSave> pending_save_;
+  // Parameters not set since a failed load (mark_state_incomplete); empty when none.
+  std::vector<uint8_t> incomplete_;
+  std::string incomplete_why_;
   int64_t step_ = 0;
   int64_t skipped_steps_ = 0;  // for non-finite gradients, this engine's life
   double lr_ = 0;

@@ -498,7 +498,8 @@ std::vector<ConfigKey> library_keys() {
       config_choice("checkpoint.direct_io", "auto", {"auto", "off"},
                     "auto: each rank writes the aligned part of its checkpoint blocks with "
                     "O_DIRECT where the file system takes it, bypassing the page cache (a "
-                    "fraction of the CPU, which a background save takes from training); off: "
+                    "fraction of the CPU, which a background save takes from training), and a "
+                    "load reads the blocks that are not in the page cache so; off: both "
                     "through the page cache"),
       config_size("memory.host.limit", "0", 0, kMaxBytes,
                   "most host memory the context's host pool may reserve; 0: what the process may "

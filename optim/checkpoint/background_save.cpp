@@ -86,6 +86,7 @@ std::shared_ptr<BackgroundSave> BackgroundSave::start(Engine &e, const std::stri
   same_path_on_every_rank(comm, pattern, what);
   run_agreed(comm, [&] {
     e.require_between_steps(what);
+    e.require_complete_state(what);
     if (!metadata.empty() && !nlohmann::json::accept(metadata))
       fail(ZRT_ERR_INVALID_ARGUMENT, "metadata is not valid JSON");
   });

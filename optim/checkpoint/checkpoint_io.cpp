@@ -1,25 +1,22 @@
 #include "optim/checkpoint/checkpoint_io.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "optim/checkpoint/background_save.hpp"
 #include "optim/checkpoint/block_checksums.hpp"
+#include "optim/checkpoint/block_reader.hpp"
 #include "optim/checkpoint/blocks.hpp"
 #include "optim/checkpoint/checkpoint_paths.hpp"
 #include "optim/checkpoint/h5.hpp"
 #include "optim/zero_engine.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/log.hpp"
-#include "runtime/regular_file.hpp"
 #include "zerort/version.h"
 
 namespace zrt::checkpoint {
@@ -30,72 +27,6 @@ constexpr size_t kHashChunk = size_t{1} << 22;  // elements read at a time when 
 
 std::string shape_text(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-// Every dataset's checksum, computed by the ranks in turn (rank r hashes datasets r, r + n,
-// ...), then shared. Returns the names and their hashes in a fixed order.
-// Where one dataset's checksummed blocks lie in the file.
-struct Source {
-  std::string name;
-  size_t numel = 0, block = 0;   // format 1: one block of the whole dataset
-  std::vector<uint64_t> hashes;  // per block
-  uint64_t offset = 0;           // of its bytes in the file, when contiguous
-  bool contiguous = false;
-  std::vector<float> values;  // read through HDF5 (a dataset that is not contiguous)
-};
-
-// A read-only mapping of the checkpoint: verification and the copy into the engine read
-// the page cache, so the bytes come from storage once.
-class Mapping {
- public:
-  explicit Mapping(const std::string &path) {
-    const int fd = open_regular_file(path, "checkpoint");
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
-      ::close(fd);
-      fail(ZRT_ERR_IO, "cannot read the size of {}", path);
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void *p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      fail(ZRT_ERR_IO, "cannot map {}: {}", path, std::strerror(errno));
-    }
-    fd_ = fd;
-    data_ = static_cast<const char *>(p);
-  }
-  ~Mapping() {
-    ::munmap(const_cast<char *>(data_), size_);
-    ::close(fd_);
-  }
-  // Starts reading [offset, offset + bytes) from storage in large requests, in the
-  // background, ahead of the hashing that will touch it.
-  void will_need(uint64_t offset, uint64_t bytes) const {
-    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes),
-                    POSIX_FADV_WILLNEED);
-  }
-  Mapping(const Mapping &) = delete;
-  Mapping &operator=(const Mapping &) = delete;
-  const char *data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  const char *data_ = nullptr;
-  size_t size_ = 0;
-  int fd_ = -1;
-};
-
-// Maps blocks [first, last) of src in before they are hashed: in one call rather than a
-// page fault per 4 KiB (MADV_POPULATE_READ, Linux 5.14), or as readahead on older kernels.
-void prefault(const Mapping &map, const Source &src, size_t first, size_t last) {
-  const uint64_t from = src.offset + first * src.block * sizeof(float),
-                 to = src.offset + std::min(last * src.block, src.numel) * sizeof(float);
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), start = from / page * page;
-  char *at = const_cast<char *>(map.data()) + start;
-#ifdef MADV_POPULATE_READ
-  if (::madvise(at, to - start, MADV_POPULATE_READ) == 0) return;
-#endif
-  ::madvise(at, to - start, MADV_WILLNEED);
 }
 
 // The runs of each parameter this rank holds, merged where they touch: what it reads.
@@ -232,7 +163,6 @@ void load(Engine &e, const std::string &path) {
   // open is needed (MPI-IO's open hangs when one rank cannot see the file).
   const std::map<int, std::vector<std::pair<size_t, size_t>>> held = held_intervals(e);
   std::vector<std::vector<Source>> sources(static_cast<size_t>(e.param_count()));
-  std::unique_ptr<Mapping> map;
   run_agreed(comm, [&] {
     e.require_between_steps("zrt_checkpoint_load");
     h5::Id file = h5::open_file(path, false, MPI_COMM_NULL);
@@ -265,7 +195,6 @@ void load(Engine &e, const std::string &path) {
       if (b <= 0) fail(ZRT_ERR_IO, "{} has checksum_block {}: the file is corrupted", path, b);
       block = static_cast<size_t>(b);
     }
-    map = std::make_unique<Mapping>(path);
     for (int p = 0; p < e.param_count(); ++p) {
       if (held.count(p) == 0) continue;
       const ParamInfo &info = e.param(p);
@@ -289,10 +218,7 @@ void load(Engine &e, const std::string &path) {
         const haddr_t at = H5Dget_offset(d);
         src.contiguous = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && at != HADDR_UNDEF;
         if (src.contiguous) {
-          src.offset = static_cast<uint64_t>(at);
-          if (src.offset + src.numel * sizeof(float) > map->size())
-            fail(ZRT_ERR_IO, "dataset /{} ends past the end of {} (a truncated file?)", src.name,
-                 path);
+          src.offset = static_cast<uint64_t>(at);  // read_blocks checks it against the size
         } else {  // written by another tool: HDF5 reads it (whole, as format 1 hashes it)
           src.values.resize(src.numel);
           h5::check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src.values.data()),
@@ -304,64 +230,63 @@ void load(Engine &e, const std::string &path) {
   });
 
   t_metadata = MPI_Wtime();
-  // Verify every block this rank will take before anything changes: a damaged file
-  // leaves every rank's engine as it was.
-  // The blocks of each parameter this rank takes (every array of a parameter has its grid).
-  std::map<int, std::vector<std::pair<size_t, size_t>>> blocks;
-  for (const auto &[p, intervals] : held)
-    if (!sources[static_cast<size_t>(p)].empty())
-      blocks[p] = blocks_of(intervals, sources[static_cast<size_t>(p)].front().block);
-  for (const auto &[p, spans] : blocks)
-    for (const Source &src : sources[static_cast<size_t>(p)])
-      if (src.contiguous)
-        for (const auto &[first_b, last_b] : spans) {
-          const size_t first = first_b * src.block, end = std::min(last_b * src.block, src.numel);
-          map->will_need(src.offset + first * sizeof(float), (end - first) * sizeof(float));
-        }
-  run_agreed(comm, [&] {
-    for (const auto &[p, spans] : blocks)
-      for (const Source &src : sources[static_cast<size_t>(p)]) {
-        const float *values = src.contiguous
-                                  ? reinterpret_cast<const float *>(map->data() + src.offset)
-                                  : src.values.data();
-        for (const auto &[first, last] : spans) {
-          if (src.contiguous) prefault(*map, src, first, last);
-          for (size_t b = first; b < last; ++b) {
-            const size_t at = b * src.block, n = std::min(src.block, src.numel - at);
-            const uint64_t computed = XXH3_64bits(values + at, n * sizeof(float));
-            if (computed != src.hashes[b])
-              fail(ZRT_ERR_IO,
-                   "dataset /{} does not match its checksum (block {} of {}: elements {}..{}, "
-                   "stored {:016x}, computed {:016x}): {} is corrupted",
-                   src.name, b, src.hashes.size(), at, at + n - 1, src.hashes[b], computed, path);
-          }
-        }
-      }
-  });
-
-  t_verified = MPI_Wtime();
-  // Checked everywhere: into the engine.
+  // The blocks of each parameter this rank takes (every array of a parameter has its grid),
+  // and where the part of each it holds goes.
   const auto arrays = state_arrays(kind);
+  std::vector<BlockJob> jobs;
+  std::map<std::tuple<int, size_t, size_t>, size_t> job_of;  // (param, array, block)
+  for (const auto &[p, intervals] : held) {
+    const std::vector<Source> &srcs = sources[static_cast<size_t>(p)];
+    if (srcs.empty()) continue;
+    for (const auto &[first, last] : blocks_of(intervals, srcs.front().block))
+      for (size_t k = 0; k < srcs.size(); ++k)
+        for (size_t b = first; b < last; ++b) {
+          job_of[{p, k, b}] = jobs.size();
+          jobs.push_back({&srcs[k], b, {}});
+        }
+  }
   for (const Engine::StatePiece &piece : e.state_pieces()) {
     if (held.count(piece.param) == 0 ||
         (!e.stage_layout().updates_everything && piece.owner != e.rank()))
       continue;
     const std::vector<Source> &srcs = sources[static_cast<size_t>(piece.param)];
-    for (size_t k = 0; k < arrays.size(); ++k) {
+    for (size_t k = 0; k < arrays.size() && k < srcs.size(); ++k) {
       float *dst = piece.*(arrays[k].second);
-      if (dst == nullptr) continue;
-      const Source &src = srcs[k];
-      const float *values = src.contiguous
-                                ? reinterpret_cast<const float *>(map->data() + src.offset)
-                                : src.values.data();
-      if (piece.on_device)
-        e.copy_state(dst, values + piece.param_offset, piece.count * sizeof(float));
-      else
-        std::memcpy(dst, values + piece.param_offset, piece.count * sizeof(float));
+      if (dst == nullptr || piece.count == 0) continue;
+      const size_t block = srcs[k].block, end = piece.param_offset + piece.count;
+      for (size_t b = piece.param_offset / block; b * block < end; ++b) {
+        const size_t from = std::max(b * block, piece.param_offset),
+                     to = std::min((b + 1) * block, end);
+        jobs[job_of.at({piece.param, k, b})].targets.push_back(
+            {dst + (from - piece.param_offset), piece.on_device, from, to - from});
+      }
     }
   }
-  map.reset();
-  t_copied = MPI_Wtime();
+  const bool direct = e.context().config().get_string("checkpoint.direct_io") != "off";
+  BlockReadStats read;
+  bool wrote = false;
+  try {
+    run_agreed(comm, [&] {
+      read = read_blocks(
+          path, jobs, direct,
+          [&](void *dst, const void *src, size_t bytes) { e.copy_state(dst, src, bytes); }, &wrote);
+    });
+  } catch (const Error &err) {
+    // A timeout means the ranks are out of step: nothing more may wait for them.
+    if (err.status() == ZRT_ERR_TIMEOUT) throw;
+    // Blocks that matched their checksums may have landed before a bad one was found, on
+    // any rank: the engine then holds part of the file's state and part of its own.
+    int mixed = wrote ? 1 : 0;
+    watched_allreduce(comm, &mixed, 1, MPI_INT, MPI_MAX, "agreement on a failed load");
+    if (mixed == 0) throw;
+    e.mark_state_incomplete(fmt::format("a load of {} failed", path));
+    throw Error(err.status(),
+                fmt::format("{}; the engine now holds part of that file's state: it refuses to "
+                            "step or save until a checkpoint loads or every parameter is set "
+                            "again (zrt_param_set)",
+                            err.what()));
+  }
+  t_verified = t_copied = MPI_Wtime();
   // Moments the file does not hold start from zero (a weights-only checkpoint).
   if (kind == "none")
     for (const Engine::StatePiece &piece : e.state_pieces()) {
@@ -382,10 +307,12 @@ void load(Engine &e, const std::string &path) {
   const double t_end = MPI_Wtime();
   log::info("checkpoint {} loaded (step {})", path, step);
   log::debug(
-      "checkpoint load on this rank: {:.3f} s = metadata {:.3f} + verify {:.3f} + copy {:.3f} + "
-      "engine (compute copies, parameter all-gather) {:.3f}",
-      t_end - t_start, t_metadata - t_start, t_verified - t_metadata, t_copied - t_verified,
-      t_end - t_copied);
+      "checkpoint load on this rank: {:.3f} s = metadata {:.3f} + read, check and copy {:.3f} "
+      "({} blocks, {} MB, {} threads: {} from the page cache, {} direct, {} buffered) + engine "
+      "(compute copies, parameter all-gather) {:.3f}",
+      t_end - t_start, t_metadata - t_start, t_verified - t_metadata, read.blocks,
+      read.bytes / 1000000, read.threads, read.mapped_blocks, read.direct_blocks,
+      read.buffered_blocks, t_end - t_copied);
 }
 
 }  // namespace zrt::checkpoint

@@ -599,6 +599,8 @@ TEST(Checkpoint, SgdMomentumAndLambStateTravels) {
   }
 }
 
+// Files that fail before any of their state is read (truncated, a dataset missing, a newer
+// format, no file, another model) change nothing, and the engine trains on.
 TEST(Checkpoint, DamagedFilesAreClearErrorsAndChangeNothing) {
   const std::string dir = shared_dir();
   const std::string good = dir + "/good.h5";
@@ -621,25 +623,6 @@ TEST(Checkpoint, DamagedFilesAreClearErrorsAndChangeNothing) {
     edit(f);
     H5Fclose(f);
   };
-
-  // A flipped byte in a dataset's values.
-  std::string flipped = damaged("flipped.h5", [&](const std::string &path) {
-    haddr_t offset = 0;
-    with_file(path, [&](hid_t f) {
-      hid_t d = H5Dopen2(f, "params/layer2.w", H5P_DEFAULT);
-      offset = H5Dget_offset(d);
-      H5Dclose(d);
-    });
-    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
-    io.seekg(static_cast<std::streamoff>(offset + 5));
-    char c = 0;
-    io.read(&c, 1);
-    c = static_cast<char>(c ^ 0x40);
-    io.seekp(static_cast<std::streamoff>(offset + 5));
-    io.write(&c, 1);
-  });
-  EXPECT_EQ(zrt_checkpoint_load(m.engine, flipped.c_str()), ZRT_ERR_IO);
-  mentions("dataset /params/layer2.w does not match its checksum");
 
   std::string truncated = damaged("truncated.h5", [](const std::string &path) {
     std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
@@ -677,10 +660,76 @@ TEST(Checkpoint, DamagedFilesAreClearErrorsAndChangeNothing) {
       "dataset /params/layer0.w has shape [7, 5] but the engine registered 'layer0.w' with shape "
       "[7, 6]");
 
-  // Nothing was overwritten by the failed loads.
+  // Nothing was overwritten by the failed loads, and the engine steps.
   EXPECT_EQ(m.values(), before);
   CHECK_OK(zrt_checkpoint_load(m.engine, good.c_str()));
   EXPECT_EQ(m.values(), before);
+  m.train(1, 2);
+}
+
+// A block that does not match its checksum fails the load on every rank, naming the
+// dataset and the block. Blocks that matched may have landed (the load copies each block
+// as it is checked); the bad block never does, and the engine refuses to step or save
+// until a load succeeds or every parameter is set again.
+TEST(Checkpoint, ABadBlockNeverLandsAndTheEngineRefusesToStepUntilMended) {
+  ScopedEnv small("ZRT_CHECKPOINT_BLOCK_BYTES", "20");  // layer0.w (35 values): 7 blocks
+  const std::string dir = shared_dir();
+  const std::string good = dir + "/good_blocks.h5", bad = dir + "/bad_block.h5";
+  Model m(test::size(), 2);
+  m.train(2, 0);
+  CHECK_OK(zrt_checkpoint_save(m.engine, good.c_str(), nullptr));
+  const auto saved = m.values();
+  if (test::rank() == 0) {
+    std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+    hid_t f = H5Fopen(bad.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "params/layer0.w", H5P_DEFAULT);
+    const haddr_t offset = H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    std::fstream io(bad, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(offset + 12 * sizeof(float) + 1);  // block 2
+    io.seekg(at);
+    char c = 0;
+    io.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    io.seekp(at);
+    io.write(&c, 1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "mended by a load" : "mended by zrt_param_set");
+    m.train(1, 2 + round);
+    const auto trained = m.values();  // the engine's own state, not the file's
+    ASSERT_NE(saved[0], trained[0]);
+    EXPECT_EQ(zrt_checkpoint_load(m.engine, bad.c_str()), ZRT_ERR_IO);
+    mentions("dataset /params/layer0.w does not match its checksum (block 2 of 7: elements 10..14");
+    mentions("refuses to step or save until a checkpoint loads or every parameter is set");
+    const auto mixed = m.values();
+    for (size_t i = 10; i < 15; ++i)
+      EXPECT_EQ(mixed[0][i], trained[0][i]) << "element " << i << " of the bad block landed";
+    for (size_t i = 0; i < 5; ++i)  // block 0 comes before the bad one: it landed
+      EXPECT_EQ(mixed[0][i], saved[0][i]) << "element " << i;
+    // Refused, and left between steps so that it can be mended.
+    EXPECT_EQ(m.step(5), ZRT_ERR_INVALID_STATE);
+    mentions("zrt_engine_step refused: a load of");
+    mentions("the first 'layer0.w'");
+    EXPECT_EQ(zrt_checkpoint_save(m.engine, (dir + "/laundered.h5").c_str(), nullptr),
+              ZRT_ERR_INVALID_STATE);
+    mentions("zrt_checkpoint_save refused");
+    if (round == 0) {
+      CHECK_OK(zrt_checkpoint_load(m.engine, good.c_str()));
+      EXPECT_EQ(m.values(), saved);
+    } else {
+      for (size_t t = 0; t + 1 < m.params.size(); ++t)
+        CHECK_OK(zrt_param_set(m.engine, m.params[t], trained[t].data(), ZRT_DTYPE_FP32));
+      EXPECT_EQ(m.step(5), ZRT_ERR_INVALID_STATE);
+      mentions(fmt::format("1 of {} not set since, the first 'layer{}.w'", m.params.size(),
+                           m.params.size() - 1));
+      CHECK_OK(zrt_param_set(m.engine, m.params.back(), trained.back().data(), ZRT_DTYPE_FP32));
+      EXPECT_EQ(m.values(), trained);
+    }
+    m.train(1, 5);
+  }
 }
 
 TEST(Checkpoint, KeepLastMetadataAndBetweenSteps) {

@@ -105,9 +105,13 @@ ZRT_API ZRT_DEPRECATED("zrt_request_wait") zrt_status_t
 /**
  * @brief Load @p path into a committed engine with the same parameter names and shapes
  * (any world size, any stage): master weights, compute copies, optimizer state, step and
- * loss scaler. A missing dataset, a shape that differs, a checksum that does not match or a
- * newer format is ZRT_ERR_IO with a message naming it, on every rank, and the engine is
- * left as it was. Collective, blocking. Not thread-safe with other calls on @p engine, nor
+ * loss scaler. A missing dataset, a shape that differs or a newer format is ZRT_ERR_IO with
+ * a message naming it, on every rank, and the engine is left as it was. A block that does
+ * not match its checksum is ZRT_ERR_IO on every rank naming the dataset and the block; no
+ * byte of it reaches the engine, but blocks checked before it may have (each block is copied
+ * in as soon as it is checked), so the engine then refuses zrt_engine_step and saves
+ * (ZRT_ERR_INVALID_STATE) until a load succeeds or every parameter is set again with
+ * zrt_param_set. Collective, blocking. Not thread-safe with other calls on @p engine, nor
  * with other checkpoint calls (see zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h engine, const char *path);
