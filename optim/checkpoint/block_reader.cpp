@@ -27,7 +27,7 @@ namespace {
 
 constexpr size_t kAlign = 4096;                  // every logical block size in use
 constexpr size_t kMaxStaged = size_t{64} << 20;  // larger blocks (format 1) are mapped
-constexpr size_t kPage = 4096;                   // mincore's unit on every Linux we run
+constexpr size_t kPage = 4096;                   // the mapping is populated from a page boundary
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -65,13 +65,19 @@ class File {
   size_t size() const { return size_; }
   bool direct() const { return direct_fd_ >= 0 && direct_ok_.load(std::memory_order_relaxed); }
 
-  // True when every page of [offset, offset + bytes) is in the page cache.
+  // True when every page of [offset, offset + bytes) is in the page cache (mincore). Asked
+  // of the mapping rather than tried with preadv2(RWF_NOWAIT), whose misses start
+  // readahead into the page cache, which the O_DIRECT read that follows then duplicates.
   bool resident(uint64_t offset, size_t bytes, std::vector<unsigned char> &vec) const {
     const uint64_t start = offset / kPage * kPage;
-    const size_t len = offset + bytes - start, pages = (len + kPage - 1) / kPage;
-    vec.resize(pages);
+    const size_t len = offset + bytes - start;
+    vec.resize((len + kPage - 1) / kPage);
     if (::mincore(const_cast<char *>(data_) + start, len, vec.data()) != 0) return false;
     return std::all_of(vec.begin(), vec.end(), [](unsigned char c) { return (c & 1) != 0; });
+  }
+  // Copies [offset, offset + bytes) into buf through the page cache.
+  void read_buffered(uint64_t offset, size_t bytes, char *buf) const {
+    buffered(offset, bytes, buf);
   }
 
   // Maps [offset, offset + bytes) in with one call rather than a fault per page.
@@ -163,14 +169,10 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
     return a.src->contiguous != b.src->contiguous ? a.src->contiguous < b.src->contiguous : oa < ob;
   });
   File file(path, direct);
-  for (const BlockJob &j : jobs)
-    if (j.src->contiguous && j.src->offset + j.src->numel * sizeof(float) > file.size())
-      fail(ZRT_ERR_IO, "dataset /{} ends past the end of {} (a truncated file?)", j.src->name,
-           path);
 
   const int threads = worker_count(jobs.size());
   stats.threads = threads;
-  std::atomic<size_t> next{0}, mapped{0}, direct_blocks{0}, buffered{0}, bytes{0};
+  std::atomic<size_t> next{0}, cached{0}, mapped{0}, direct_blocks{0}, buffered{0}, bytes{0};
   std::atomic<bool> stop{false}, any_written{false};
   std::mutex mutex;
   std::condition_variable cv;
@@ -207,25 +209,38 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
       const size_t at = job.block * s.block, n = std::min(s.block, s.numel - at),
                    nbytes = n * sizeof(float);
       try {
+        // The bytes are hashed where they are copied from, so that what was checked is
+        // what lands: a page of a mapping could be evicted between the hash and the copy,
+        // and read again from storage. Only a block too large to stage (format 1) is
+        // hashed in the mapping.
         const float *values = nullptr;
         if (!s.contiguous) {
           values = s.values.data() + at;
         } else {
           const uint64_t offset = s.offset + at * sizeof(float);
-          if (nbytes > kMaxStaged || file.resident(offset, nbytes, residency)) {
+          if (nbytes > kMaxStaged) {
             file.populate(offset, nbytes);
             values = reinterpret_cast<const float *>(file.data() + offset);
             mapped.fetch_add(1);
           } else {
-            if (staging_bytes < nbytes + 2 * kAlign) {
-              staging_bytes = nbytes + 2 * kAlign;
-              staging.reset(static_cast<char *>(std::aligned_alloc(kAlign, staging_bytes)));
+            const size_t need = (nbytes + 3 * kAlign - 1) / kAlign * kAlign;
+            if (staging_bytes < need) {
+              staging.reset();
+              staging.reset(static_cast<char *>(std::aligned_alloc(kAlign, need)));
               if (!staging) throw std::bad_alloc();
+              staging_bytes = need;
             }
-            bool used_direct = false;
-            values = reinterpret_cast<const float *>(
-                file.read(offset, nbytes, staging.get(), &used_direct));
-            (used_direct ? direct_blocks : buffered).fetch_add(1);
+            if (file.resident(offset, nbytes, residency)) {
+              // A copy, not the mapping: evicted pages are read again, and then hashed.
+              file.read_buffered(offset, nbytes, staging.get());
+              values = reinterpret_cast<const float *>(staging.get());
+              cached.fetch_add(1);
+            } else {
+              bool used_direct = false;
+              values = reinterpret_cast<const float *>(
+                  file.read(offset, nbytes, staging.get(), &used_direct));
+              (used_direct ? direct_blocks : buffered).fetch_add(1);
+            }
           }
         }
         const uint64_t computed = XXH3_64bits(values, nbytes);
@@ -243,8 +258,8 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
             on_device = true;
             continue;
           }
-          std::memcpy(t.dst, values + (t.from - at), t.count * sizeof(float));
           any_written.store(true);
+          std::memcpy(t.dst, values + (t.from - at), t.count * sizeof(float));
         }
         if (on_device) {
           DeviceCopy copy{values, &job, at};
@@ -259,6 +274,9 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
         break;
       } catch (const std::bad_alloc &) {
         record(j, ZRT_ERR_OUT_OF_MEMORY, "out of host memory for a checkpoint block's buffer");
+        break;
+      } catch (const std::exception &e) {
+        record(j, ZRT_ERR_INTERNAL, e.what());
         break;
       }
     }
@@ -288,15 +306,20 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
       DeviceCopy *c = device_queue.front();
       device_queue.pop_front();
       lock.unlock();
+      const size_t j = static_cast<size_t>(c->job - jobs.data());
       try {
         if (!stop.load())
           for (const BlockTarget &t : c->job->targets)
             if (t.on_device) {
+              any_written.store(true);  // before: a copy that fails may have landed in part
               device_copy(t.dst, c->values + (t.from - c->at), t.count * sizeof(float));
-              any_written.store(true);
             }
       } catch (const Error &e) {
-        record(static_cast<size_t>(c->job - jobs.data()), e.status(), e.what());
+        record(j, e.status(), e.what());
+      } catch (const std::bad_alloc &) {
+        record(j, ZRT_ERR_OUT_OF_MEMORY, "out of host memory copying checkpoint state");
+      } catch (const std::exception &e) {
+        record(j, ZRT_ERR_INTERNAL, e.what());
       }
       lock.lock();
       c->done = true;
@@ -306,6 +329,7 @@ BlockReadStats read_blocks(const std::string &path, std::vector<BlockJob> &jobs,
   for (std::thread &t : pool)
     t.join();
   *wrote = any_written.load();
+  stats.cached_blocks = cached.load();
   stats.mapped_blocks = mapped.load();
   stats.direct_blocks = direct_blocks.load();
   stats.buffered_blocks = buffered.load();

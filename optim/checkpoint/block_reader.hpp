@@ -7,13 +7,15 @@
 // flight while a block was hashed.
 //
 // How. Worker threads (as many as the cores the rank may use, at least two, at most eight)
-// take blocks in file order. A block already in the page cache (mincore) is hashed where
-// the file is mapped; any other is read with O_DIRECT into the worker's aligned buffer, so
-// storage sees large requests from every worker at once and the bytes are copied once,
-// not twice (DeepSpeed's FastPersist reads the same way). File systems that refuse
-// O_DIRECT, and checkpoint.direct_io off, read through the page cache. A block whose hash
-// matches is copied into the engine: host state by the worker, device state by the
-// calling thread (the engine's stream belongs to it).
+// take blocks in file order and read each into an aligned buffer of their own: through the
+// page cache when all of it is there (mincore), else with O_DIRECT, so
+// storage sees large requests from every worker at once and the page cache is not filled
+// with a copy of the state (DeepSpeed's FastPersist reads the same way). File systems that
+// refuse O_DIRECT, and checkpoint.direct_io off, read through the page cache. The buffer
+// is hashed and, if it matches, copied into the engine: host state by the worker, device
+// state by the calling thread (the engine's stream belongs to it). What was hashed is what
+// is copied. Blocks too large to stage (over 256 MiB: a format 1 dataset is one block) are
+// hashed and copied where the file is mapped.
 //
 // The guarantee: no byte of a block that does not match its checksum reaches the engine.
 // Blocks that matched may have landed before a bad one was found; the caller tells the
@@ -56,7 +58,7 @@ struct BlockJob {
 // What a read did, for the debug log and the benchmarks' notes.
 struct BlockReadStats {
   int threads = 0;
-  size_t blocks = 0, mapped_blocks = 0, direct_blocks = 0, buffered_blocks = 0;
+  size_t blocks = 0, cached_blocks = 0, mapped_blocks = 0, direct_blocks = 0, buffered_blocks = 0;
   size_t bytes = 0;
 };
 

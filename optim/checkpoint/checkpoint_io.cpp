@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <tuple>
 
@@ -195,6 +196,10 @@ void load(Engine &e, const std::string &path) {
       if (b <= 0) fail(ZRT_ERR_IO, "{} has checksum_block {}: the file is corrupted", path, b);
       block = static_cast<size_t>(b);
     }
+    std::error_code size_error;
+    const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
+    if (size_error)
+      fail(ZRT_ERR_IO, "cannot read the size of {}: {}", path, size_error.message());
     for (int p = 0; p < e.param_count(); ++p) {
       if (held.count(p) == 0) continue;
       const ParamInfo &info = e.param(p);
@@ -218,7 +223,10 @@ void load(Engine &e, const std::string &path) {
         const haddr_t at = H5Dget_offset(d);
         src.contiguous = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && at != HADDR_UNDEF;
         if (src.contiguous) {
-          src.offset = static_cast<uint64_t>(at);  // read_blocks checks it against the size
+          src.offset = static_cast<uint64_t>(at);
+          if (src.offset + src.numel * sizeof(float) > file_bytes)
+            fail(ZRT_ERR_IO, "dataset /{} ends past the end of {} (a truncated file?)", src.name,
+                 path);
         } else {  // written by another tool: HDF5 reads it (whole, as format 1 hashes it)
           src.values.resize(src.numel);
           h5::check(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src.values.data()),
@@ -230,50 +238,53 @@ void load(Engine &e, const std::string &path) {
   });
 
   t_metadata = MPI_Wtime();
-  // The blocks of each parameter this rank takes (every array of a parameter has its grid),
-  // and where the part of each it holds goes.
-  const auto arrays = state_arrays(kind);
-  std::vector<BlockJob> jobs;
-  std::map<std::tuple<int, size_t, size_t>, size_t> job_of;  // (param, array, block)
-  for (const auto &[p, intervals] : held) {
-    const std::vector<Source> &srcs = sources[static_cast<size_t>(p)];
-    if (srcs.empty()) continue;
-    for (const auto &[first, last] : blocks_of(intervals, srcs.front().block))
-      for (size_t k = 0; k < srcs.size(); ++k)
-        for (size_t b = first; b < last; ++b) {
-          job_of[{p, k, b}] = jobs.size();
-          jobs.push_back({&srcs[k], b, {}});
-        }
-  }
-  for (const Engine::StatePiece &piece : e.state_pieces()) {
-    if (held.count(piece.param) == 0 ||
-        (!e.stage_layout().updates_everything && piece.owner != e.rank()))
-      continue;
-    const std::vector<Source> &srcs = sources[static_cast<size_t>(piece.param)];
-    for (size_t k = 0; k < arrays.size() && k < srcs.size(); ++k) {
-      float *dst = piece.*(arrays[k].second);
-      if (dst == nullptr || piece.count == 0) continue;
-      const size_t block = srcs[k].block, end = piece.param_offset + piece.count;
-      for (size_t b = piece.param_offset / block; b * block < end; ++b) {
-        const size_t from = std::max(b * block, piece.param_offset),
-                     to = std::min((b + 1) * block, end);
-        jobs[job_of.at({piece.param, k, b})].targets.push_back(
-            {dst + (from - piece.param_offset), piece.on_device, from, to - from});
-      }
-    }
-  }
   const bool direct = e.context().config().get_string("checkpoint.direct_io") != "off";
   BlockReadStats read;
   bool wrote = false;
   try {
     run_agreed(comm, [&] {
+      // The blocks of each parameter this rank takes (every array of a parameter has its grid),
+      // and where the part of each it holds goes.
+      const auto arrays = state_arrays(kind);
+      std::vector<BlockJob> jobs;
+      std::map<std::tuple<int, size_t, size_t>, size_t> job_of;  // (param, array, block)
+      for (const auto &[p, intervals] : held) {
+        const std::vector<Source> &srcs = sources[static_cast<size_t>(p)];
+        if (srcs.empty()) continue;
+        for (const auto &[first, last] : blocks_of(intervals, srcs.front().block))
+          for (size_t k = 0; k < srcs.size(); ++k)
+            for (size_t b = first; b < last; ++b) {
+              job_of[{p, k, b}] = jobs.size();
+              jobs.push_back({&srcs[k], b, {}});
+            }
+      }
+      for (const Engine::StatePiece &piece : e.state_pieces()) {
+        if (held.count(piece.param) == 0 ||
+            (!e.stage_layout().updates_everything && piece.owner != e.rank()))
+          continue;
+        const std::vector<Source> &srcs = sources[static_cast<size_t>(piece.param)];
+        for (size_t k = 0; k < arrays.size() && k < srcs.size(); ++k) {
+          float *dst = piece.*(arrays[k].second);
+          if (dst == nullptr || piece.count == 0) continue;
+          const size_t block = srcs[k].block, end = piece.param_offset + piece.count;
+          for (size_t b = piece.param_offset / block; b * block < end; ++b) {
+            const size_t from = std::max(b * block, piece.param_offset),
+                         to = std::min((b + 1) * block, end);
+            jobs[job_of.at({piece.param, k, b})].targets.push_back(
+                {dst + (from - piece.param_offset), piece.on_device, from, to - from});
+          }
+        }
+      }
       read = read_blocks(
           path, jobs, direct,
           [&](void *dst, const void *src, size_t bytes) { e.copy_state(dst, src, bytes); }, &wrote);
     });
   } catch (const Error &err) {
     // A timeout means the ranks are out of step: nothing more may wait for them.
-    if (err.status() == ZRT_ERR_TIMEOUT) throw;
+    if (err.status() == ZRT_ERR_TIMEOUT) {
+      if (wrote) e.mark_state_incomplete(fmt::format("a load of {} timed out", path));
+      throw;
+    }
     // Blocks that matched their checksums may have landed before a bad one was found, on
     // any rank: the engine then holds part of the file's state and part of its own.
     int mixed = wrote ? 1 : 0;
@@ -308,11 +319,12 @@ void load(Engine &e, const std::string &path) {
   log::info("checkpoint {} loaded (step {})", path, step);
   log::debug(
       "checkpoint load on this rank: {:.3f} s = metadata {:.3f} + read, check and copy {:.3f} "
-      "({} blocks, {} MB, {} threads: {} from the page cache, {} direct, {} buffered) + engine "
+      "({} blocks, {} MB, {} threads: {} from the page cache, {} direct, {} buffered, {} mapped) + "
+      "engine "
       "(compute copies, parameter all-gather) {:.3f}",
       t_end - t_start, t_metadata - t_start, t_verified - t_metadata, read.blocks,
-      read.bytes / 1000000, read.threads, read.mapped_blocks, read.direct_blocks,
-      read.buffered_blocks, t_end - t_copied);
+      read.bytes / 1000000, read.threads, read.cached_blocks, read.direct_blocks,
+      read.buffered_blocks, read.mapped_blocks, t_end - t_copied);
 }
 
 }  // namespace zrt::checkpoint
