@@ -198,8 +198,7 @@ void load(Engine &e, const std::string &path) {
     }
     std::error_code size_error;
     const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
-    if (size_error)
-      fail(ZRT_ERR_IO, "cannot read the size of {}: {}", path, size_error.message());
+    if (size_error) fail(ZRT_ERR_IO, "cannot read the size of {}: {}", path, size_error.message());
     for (int p = 0; p < e.param_count(); ++p) {
       if (held.count(p) == 0) continue;
       const ParamInfo &info = e.param(p);

@@ -112,8 +112,8 @@ ZRT_API ZRT_DEPRECATED("zrt_request_wait") zrt_status_t
  * in as soon as it is checked), so the engine then refuses zrt_engine_step and saves
  * (ZRT_ERR_INVALID_STATE) until a load succeeds or every parameter is set again with
  * zrt_param_set (which sets weights; the optimizer moments keep what they hold). A refused
- * step drops its micro-step's gradients. Collective, blocking. Not thread-safe with other calls on @p engine, nor
- * with other checkpoint calls (see zrt_checkpoint_describe).
+ * step drops its micro-step's gradients. Collective, blocking. Not thread-safe with other calls on
+ * @p engine, nor with other checkpoint calls (see zrt_checkpoint_describe).
  */
 ZRT_API zrt_status_t zrt_checkpoint_load(zrt_engine_h engine, const char *path);
 
