@@ -169,10 +169,12 @@ class EngineParameterStore final : public ParameterStore<float> {
 
   GradBuffer<float> grad(int id) override {
     if (direct_) {
-      // The engine's buffer holds zeros or the earlier micro-steps' sum: always add.
+      // Backward overwrites where the engine hands out a fresh buffer (stages 2-3), sparing
+      // it the zeroing; it adds where the buffer holds the earlier micro-steps' sum.
       void *g = nullptr;
-      check(zrt_param_grad_data(engine_, handle(id), &g));
-      return {static_cast<float *>(g), true};
+      zrt_grad_write_t write = ZRT_GRAD_WRITE_ADD;
+      check(zrt_param_grad_buffer(engine_, handle(id), &g, &write));
+      return {static_cast<float *>(g), write == ZRT_GRAD_WRITE_ADD};
     }
     auto &g = grads_[static_cast<size_t>(id)];
     g = take_staging(static_cast<size_t>(numel(id)));

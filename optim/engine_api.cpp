@@ -239,6 +239,21 @@ ZRT_API zrt_status_t zrt_param_grad_data(zrt_engine_h engine, zrt_param_h param,
   });
 }
 
+ZRT_API zrt_status_t zrt_param_grad_buffer(zrt_engine_h engine, zrt_param_h param, void **data_p,
+                                           zrt_grad_write_t *write_p) {
+  return abi_call("zrt_param_grad_buffer", [&] {
+    Engine &e = engine_from(engine);
+    int index = param_index(e, param);
+    require_nonnull(data_p, "data_p");
+    require_nonnull(write_p, "write_p");
+    bool overwrite = false;
+    void *data = e.grad_buffer(index, &overwrite);
+    *data_p = data;
+    *write_p = overwrite ? ZRT_GRAD_WRITE_OVERWRITE : ZRT_GRAD_WRITE_ADD;
+    return ZRT_SUCCESS;
+  });
+}
+
 ZRT_API zrt_status_t zrt_param_grad_ready(zrt_engine_h engine, zrt_param_h param) {
   return abi_call("zrt_param_grad_ready", [&] {
     Engine &e = engine_from(engine);

@@ -83,6 +83,31 @@ GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const
   if (to_host_ && accumulation_steps_ > 1)
     host_landing_ = EngineBuffer(memory, Place::Pinned, landing_bytes_, Lifetime::Transient);
   buffer_of_.assign(layout.buckets().size(), -1);
+  group_zeroed_.assign(layout.buckets().size(), 0);
+  handed_.assign(layout.params().size(), Handed::None);
+  if (stage.reduction == Reduction::ReduceScatterBuckets) {
+    // Parameters are packed in registration order; a group's buckets hold whole parameters
+    // or one parameter's pieces, so its parameters, sorted by offset, leave these gaps.
+    std::vector<std::vector<std::pair<size_t, size_t>>> covered(layout.buckets().size());
+    for (const ParamInfo &p : layout.params()) {
+      const BucketInfo &b = layout.bucket(p.bucket);
+      covered[static_cast<size_t>(b.group)].emplace_back(p.offset - b.group_offset,
+                                                         p.offset - b.group_offset + p.numel);
+    }
+    group_gaps_.resize(layout.buckets().size());
+    for (const BucketInfo &b : layout.buckets()) {
+      if (b.group != b.index) continue;
+      auto &c = covered[static_cast<size_t>(b.index)];
+      std::sort(c.begin(), c.end());
+      size_t at = 0;
+      for (const auto &[begin, end] : c) {
+        if (begin > at) group_gaps_[static_cast<size_t>(b.index)].emplace_back(at, begin);
+        at = std::max(at, end);
+      }
+      if (at < b.group_length)
+        group_gaps_[static_cast<size_t>(b.index)].emplace_back(at, b.group_length);
+    }
+  }
   ready_.assign(layout.params().size(), 0);
   bucket_ready_.assign(layout.buckets().size(), 0);
 }
@@ -95,19 +120,41 @@ GradientReducer::~GradientReducer() {
   }
 }
 
-void *GradientReducer::grad_data(int index) {
+void *GradientReducer::grad_data(int index, bool may_overwrite, bool *overwrite) {
   const ParamInfo &p = layout_.params()[static_cast<size_t>(index)];
   if (ready_[static_cast<size_t>(index)])
     fail(ZRT_ERR_INVALID_STATE,
          "the gradient of '{}' was already made ready in this micro-step; ask for its buffer "
          "before zrt_param_grad_ready",
          p.name);
-  if (stage_.reduction != Reduction::ReduceScatterBuckets) return state_.grads(p.offset);
+  if (stage_.reduction != Reduction::ReduceScatterBuckets) {
+    // The gradient accumulates in place in the full buffer, zeroed between steps.
+    if (overwrite) *overwrite = false;
+    return state_.grads(p.offset);
+  }
+  // Every micro-step writes a fresh bucket buffer: nothing in it is worth keeping, so a
+  // program that overwrites spares the engine zeroing it (a step's whole gradient volume).
+  Handed &handed = handed_[static_cast<size_t>(index)];
+  const bool first = handed == Handed::None;
+  if (first) handed = may_overwrite ? Handed::Overwrite : Handed::Add;
   const BucketInfo &b = layout_.bucket(p.bucket);
-  return group_buffer(p.bucket) + (p.offset - b.group_offset) * esize_;
+  char *group = group_buffer(p.bucket, handed == Handed::Add);
+  // Its group was taken for another parameter's overwrite: zero this one's part, once.
+  if (first && handed == Handed::Add && !group_zeroed_[static_cast<size_t>(b.group)]) zero_param(p);
+  if (overwrite) *overwrite = handed == Handed::Overwrite;
+  return group + (p.offset - b.group_offset) * esize_;
 }
 
-char *GradientReducer::group_buffer(int bucket) {
+void GradientReducer::zero_param(const ParamInfo &p) {
+  const BucketInfo &b = layout_.bucket(p.bucket);
+  memory_.zero(buckets_.place(),
+               buckets_.data(buffer_of_[static_cast<size_t>(b.group)]) +
+                   (p.offset - b.group_offset) * esize_,
+               p.numel * esize_);
+  memory_.program_waits();
+}
+
+char *GradientReducer::group_buffer(int bucket, bool zero_whole) {
   const BucketInfo &b = layout_.bucket(bucket);
   int &slot = buffer_of_[static_cast<size_t>(b.group)];
   if (slot < 0) {
@@ -122,7 +169,16 @@ char *GradientReducer::group_buffer(int bucket) {
         log::debug("engine: gradient bucket buffer #{} added", buckets_.count());
       }
     }
-    memory_.zero(buckets_.place(), buckets_.data(slot), bytes);
+    char *data = buckets_.data(slot);
+    if (zero_whole) {
+      memory_.zero(buckets_.place(), data, bytes);
+    } else {
+      for (const auto &[begin, end] : group_gaps_[static_cast<size_t>(b.group)])
+        memory_.zero(buckets_.place(), data + begin * esize_, (end - begin) * esize_);
+      // A parameter of the group whose buffer is handed out later to add, or never, has its
+      // part zeroed then (grad_data, grad_ready).
+    }
+    group_zeroed_[static_cast<size_t>(b.group)] = zero_whole;
     memory_.program_waits();  // the program adds its gradients into the zeros
   }
   return buckets_.data(slot);
@@ -192,9 +248,19 @@ void GradientReducer::post_bucket(int bucket) {
       a.send = state_.grads(b.offset);
       a.recv = landing_.data(pending.landing);
       break;
-    case Reduction::ReduceScatterBuckets:
+    case Reduction::ReduceScatterBuckets: {
       a.kind = CollKind::ReduceScatter;
-      a.send = group_buffer(bucket) + (b.offset - b.group_offset) * esize_;
+      char *group = group_buffer(bucket);  // zeroed whole if nobody asked for it
+      // A parameter made ready without asking for its buffer has a zero gradient; where its
+      // group's buffer was taken for others to overwrite, its part holds no zeros yet. (A
+      // parameter cut into several buckets is zeroed whole at its first one's post.)
+      if (!group_zeroed_[static_cast<size_t>(b.group)])
+        for (int i = b.first_param; i <= b.last_param; ++i)
+          if (Handed &h = handed_[static_cast<size_t>(i)]; h == Handed::None) {
+            zero_param(layout_.params()[static_cast<size_t>(i)]);
+            h = Handed::Add;
+          }
+      a.send = group + (b.offset - b.group_offset) * esize_;
       if (micro_ == 0 && !to_host(b)) {
         a.recv = state_.grads(b.shard_offset);  // the first micro-step writes directly
       } else {
@@ -202,6 +268,7 @@ void GradientReducer::post_bucket(int bucket) {
         a.recv = landing_.data(pending.landing);
       }
       break;
+    }
   }
   // The gradients the program wrote, and whatever the engine's stream still does to the
   // buffers (zeroing, the previous use of a landing slice), come first.
@@ -313,14 +380,20 @@ void GradientReducer::end_accumulation() {
   if (settle_) settle_();  // the CPU step reads the host shard no more
   // Host buffers the stream may still copy into or out of are zeroed after it.
   memory_.synchronize();
-  state_.zero_grads(memory_);
-  memory_.program_waits();  // the program writes the next gradients into the zeros
+  // Stages 2-3 write the shard whole on the first micro-step (each bucket's reduced slice
+  // lands in it, or is copied to the host shard, and the slices tile the shard): zeros
+  // there would never be read.
+  if (stage_.reduction != Reduction::ReduceScatterBuckets) {
+    state_.zero_grads(memory_);
+    memory_.program_waits();  // the program writes the next gradients into the zeros
+  }
   micro_ = 0;
   reset_readiness();
 }
 
 void GradientReducer::reset_readiness() {
   std::fill(ready_.begin(), ready_.end(), 0);
+  std::fill(handed_.begin(), handed_.end(), Handed::None);
   std::fill(bucket_ready_.begin(), bucket_ready_.end(), 0);
   next_post_ = 0;
 }

@@ -51,8 +51,10 @@ class GradientReducer {
 
   // Where backward writes parameter `index`'s gradient (its group's bucket buffer at stages
   // 2-3, which may wait for a reduction to free one). Throws ZRT_ERR_INVALID_STATE after
-  // grad_ready in this micro-step.
-  void *grad_data(int index);
+  // grad_ready in this micro-step. With may_overwrite (zrt_param_grad_buffer) the bucket
+  // buffer is not zeroed for it and *overwrite says the program writes every element; the
+  // first call for a parameter in a micro-step decides (engine.h).
+  void *grad_data(int index, bool may_overwrite, bool *overwrite);
   // Marks the gradient complete and posts every bucket that is now ready in order
   // (stages 0-1: on the last micro-step only). Throws ZRT_ERR_INVALID_STATE if called twice.
   void grad_ready(int index);
@@ -102,8 +104,12 @@ class GradientReducer {
     int landing = -1;  // landing slice the result lands in, or -1
   };
 
-  // Stages 2-3: the bucket buffer of the bucket's group, taken (and zeroed) on first use.
-  char *group_buffer(int bucket);
+  // Stages 2-3: the bucket buffer of the bucket's group, taken on first use and zeroed
+  // then, whole or (zero_whole false: its parameters are to be overwritten) only where no
+  // parameter lies (the padding, which the reductions read too).
+  char *group_buffer(int bucket, bool zero_whole = true);
+  // Zeroes parameter p's part of its group's buffer (taken, not zeroed whole).
+  void zero_param(const ParamInfo &p);
   int take_landing();
   void post_bucket(int bucket);
   void complete_oldest();
@@ -142,6 +148,14 @@ class GradientReducer {
 
   std::function<void(int, Event)> landed_;
   std::function<void()> settle_;
+
+  // How each parameter's buffer was handed out in this micro-step (stages 2-3): the first
+  // call decides whether it is zeroed for adding or left to be overwritten.
+  enum class Handed : char { None, Add, Overwrite };
+  std::vector<Handed> handed_;
+  std::vector<char> group_zeroed_;  // per group: its buffer was zeroed whole when taken
+  // Per group: the [begin, end) element ranges of its buffer that no parameter covers.
+  std::vector<std::vector<std::pair<size_t, size_t>>> group_gaps_;
 
   std::vector<char> ready_;        // per parameter, this micro-step
   std::vector<int> bucket_ready_;  // ready parameters per bucket

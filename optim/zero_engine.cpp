@@ -395,7 +395,13 @@ void Engine::release(int index) {
 void *Engine::grad_data(int index) {
   require_committed("zrt_param_grad_data");
   param(index);
-  return reducer_->grad_data(index);
+  return reducer_->grad_data(index, false, nullptr);
+}
+
+void *Engine::grad_buffer(int index, bool *overwrite) {
+  require_committed("zrt_param_grad_buffer");
+  param(index);
+  return reducer_->grad_data(index, true, overwrite);
 }
 
 void Engine::grad_ready(int index) {

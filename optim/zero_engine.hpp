@@ -107,6 +107,8 @@ class Engine {
   void get_param(int index, void *values, zrt_dtype_t dtype);  // collective
   void *param_data(int index);
   void *grad_data(int index);
+  // zrt_param_grad_buffer: *overwrite says whether the program overwrites (or adds).
+  void *grad_buffer(int index, bool *overwrite);
   void grad_ready(int index);
   // check runs on every rank before anything else, agreed: a bad report struct on one rank
   // fails the step on every rank before any collective. Collective.

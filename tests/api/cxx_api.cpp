@@ -358,10 +358,15 @@ void engine_members(zrt::context &ctx) {
   // the average.
   engine.param_gather(w);  // stage 2: nothing to do
   engine.param_release(w);
-  for (zrt_param_h p : {b, w}) {
-    std::span<float> grad = engine.param_grad_data(p);
+  {
+    std::span<float> grad = engine.param_grad_data(b);
     std::fill(grad.begin(), grad.end(), static_cast<float>(r + 1));
-    engine.param_grad_ready(p);
+    engine.param_grad_ready(b);
+    // Stage 2 hands out a fresh bucket buffer each micro-step: backward overwrites it.
+    const auto [w_grad, write] = engine.param_grad_buffer(w);
+    EXPECT(write == ZRT_GRAD_WRITE_OVERWRITE && w_grad.size() == 12);
+    std::fill(w_grad.begin(), w_grad.end(), static_cast<float>(r + 1));
+    engine.param_grad_ready(w);
   }
   const zrt_step_report_t report = engine.step();
   EXPECT(report.field_mask == ZRT_STEP_REPORT_FIELD_ALL);

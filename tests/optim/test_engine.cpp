@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -129,6 +130,13 @@ struct RunSpec {
   int nan_step = -1;               // at this step rank 0's last micro-step has a NaN gradient
   int lr_step = -1;    // at this step the program halves the rate in the middle of backward
   int peek_step = -1;  // at this step the program reads a parameter between backward and step
+  // How backward asks for its gradient buffers: 0 zrt_param_grad_data (and adds), 1
+  // zrt_param_grad_buffer (and overwrites where it says so), 2 the two by turns.
+  int grad_write = 0;
+  // This parameter's gradient the program does not write at even steps: with grad_write 0
+  // it asks for the buffer and leaves it, otherwise it makes the gradient ready without
+  // asking (at odd steps it writes it into the buffer the next step reuses).
+  int unwritten = -1;
 };
 
 struct Result {
@@ -234,16 +242,30 @@ void train(const RunSpec &run, Result *out) {
       std::vector<size_t> order = {3, 2, 1, 0};  // backward order
       if (run.shuffle_ready) std::shuffle(order.begin(), order.end(), order_rng);
       for (size_t t : order) {
+        const bool unwritten = static_cast<int>(t) == run.unwritten && step % 2 == 0;
+        if (unwritten && run.grad_write != 0) {
+          CHECK_OK(zrt_param_grad_ready(e, h[t]));
+          continue;
+        }
         void *grad = nullptr;
-        CHECK_OK(zrt_param_grad_data(e, h[t], &grad));
+        zrt_grad_write_t write = ZRT_GRAD_WRITE_ADD;
+        if (run.grad_write == 1 || (run.grad_write == 2 && t % 2 == 0))
+          CHECK_OK(zrt_param_grad_buffer(e, h[t], &grad, &write));
+        else
+          CHECK_OK(zrt_param_grad_data(e, h[t], &grad));
         void *where = grad;
         if (device) {
           staging.resize(g[t].size() * esize);
           test::device_copy(staging.data(), grad, staging.size());
           where = staging.data();
         }
-        for (size_t i = 0; i < g[t].size(); ++i)
+        // Overwritten: whatever the buffer held (NaNs here) must not matter.
+        if (write == ZRT_GRAD_WRITE_OVERWRITE) std::memset(where, 0xff, g[t].size() * esize);
+        for (size_t i = 0; i < g[t].size() && !unwritten; ++i) {
+          if (write == ZRT_GRAD_WRITE_OVERWRITE)
+            std::memset(static_cast<char *>(where) + i * esize, 0, esize);
           add(where, i, run.dtype, static_cast<float>(g[t][i] * scale));
+        }
         if (device) test::device_copy(grad, staging.data(), staging.size());
         CHECK_OK(zrt_param_grad_ready(e, h[t]));
         if (step == run.lr_step && micro + 1 == run.accumulation && t == order[0]) {
@@ -416,6 +438,41 @@ TEST(Engine, DeterministicStagesAreBitwiseEqual) {
                   results[0].reports.back().grad_norm);
     }
   }
+}
+
+// zrt_param_grad_buffer: at stages 2-3 the engine hands out bucket buffers it has not zeroed
+// and backward overwrites them; at stages 0-1 it adds. Either way, and mixed with
+// zrt_param_grad_data in one bucket (4 KiB buckets hold the whole model), the results are
+// the bits of adding into zeros: the buckets' padding, which no parameter covers and a
+// buffer's earlier group may have written, is zeroed still, and so is the gradient of a
+// parameter made ready without asking for its buffer (fc2.bias, made ready first, at even
+// steps).
+TEST(Engine, OverwrittenGradientBuffersGiveTheBitsOfAddedOnes) {
+  for (int stage = 0; stage <= 3; ++stage)
+    for (auto [accumulation, bucket_bytes, unwritten] :
+         {std::tuple{1, 512, -1}, {2, 512, -1}, {1, 4096, -1}, {2, 4096, 3}, {1, 512, 3}}) {
+      SCOPED_TRACE(fmt::format("stage {} accumulation {} buckets of {} bytes, unwritten {}", stage,
+                               accumulation, bucket_bytes, unwritten));
+      RunSpec run;
+      run.stage = stage;
+      run.accumulation = accumulation;
+      run.bucket_bytes = static_cast<size_t>(bucket_bytes);
+      run.unwritten = unwritten;
+      run.deterministic = true;
+      run.steps = 4;
+      run.clip = 0.5;                     // the norm reads the padding too
+      run.shuffle_ready = unwritten < 0;  // else fc2.bias first, before its bucket is taken
+      Result added;
+      train(run, &added);
+      for (int mode : {1, 2}) {
+        run.grad_write = mode;
+        Result written;
+        train(run, &written);
+        EXPECT_TRUE(bitwise_equal(added, written)) << "grad_write " << mode;
+        for (size_t k = 0; k < added.reports.size(); ++k)
+          EXPECT_EQ(added.reports[k].grad_norm, written.reports[k].grad_norm) << "step " << k;
+      }
+    }
 }
 
 // fc1.weight (377 elements) and fc2.weight (203) are larger than the 128-element buckets:
@@ -919,6 +976,30 @@ TEST(DeviceEngine, ParameterOffloadIsStageThreeBitwise) {
       EXPECT_GT(moved, 0);
       EXPECT_EQ(params_too.memory.host_bytes - optimizer_only.memory.host_bytes, moved);
       EXPECT_EQ(params_too.describe["offload_param"], true);
+    }
+}
+
+// zrt_param_grad_buffer on the device: the padding and a gradient made ready without asking
+// are zeroed on the engine's stream, ZeRO-Offload's slices land on the host as before.
+TEST(DeviceEngine, OverwrittenGradientBuffersGiveTheBitsOfAddedOnes) {
+  ZRT_SKIP_WITHOUT_DEVICE();
+  for (int stage : {2, 3})
+    for (bool offload : {false, true}) {
+      SCOPED_TRACE(fmt::format("stage {} offload {}", stage, offload));
+      RunSpec run;
+      run.stage = stage;
+      run.deterministic = true;
+      run.steps = 4;
+      run.clip = 0.5;
+      run.bucket_bytes = 4096;
+      run.unwritten = 3;
+      run.offload = offload;
+      run.memory = ZRT_ENGINE_MEMORY_DEVICE;
+      Result added, written;
+      train(run, &added);
+      run.grad_write = 1;
+      train(run, &written);
+      EXPECT_TRUE(bitwise_equal(added, written));
     }
 }
 

@@ -685,6 +685,14 @@ class engine {
     check(zrt_param_grad_data(get(), p, &data));
     return {static_cast<T *>(data), numel(p)};
   }
+  /** zrt_param_grad_buffer: the buffer, and whether backward overwrites it (or adds). */
+  template <class T = float>
+  std::pair<std::span<T>, zrt_grad_write_t> param_grad_buffer(zrt_param_h p) const {
+    void *data = nullptr;
+    zrt_grad_write_t write = ZRT_GRAD_WRITE_ADD;
+    check(zrt_param_grad_buffer(get(), p, &data, &write));
+    return {std::span<T>{static_cast<T *>(data), numel(p)}, write};
+  }
   void param_grad_ready(zrt_param_h p) { check(zrt_param_grad_ready(get(), p)); }
   /** Stage 3, collective: assemble @p p; other stages: nothing. */
   void param_gather(zrt_param_h p) { check(zrt_param_gather(get(), p)); }

@@ -44,7 +44,8 @@
  * cudaStream_t, NULL for CUDA's default stream), and the engine orders its device work
  * with that stream as NCCL orders collectives with the stream they are given:
  *  - the buffer zrt_param_grad_data returns is zeroed (or holds earlier micro-steps' gradients)
- *    for the work the program enqueues on its stream after the call;
+ *    for the work the program enqueues on its stream after the call (zrt_param_grad_buffer's
+ *    ADD buffers too);
  *  - zrt_param_grad_ready: the reduction of a bucket reads its gradients after all the work the
  *    program enqueued before the call that made the bucket complete;
  *  - zrt_param_gather returns once the gathered values are in device memory, so the
@@ -92,6 +93,16 @@ typedef enum zrt_engine_memory {
   /** Not a value: makes every int a valid value of the type (see defs.h). */
   ZRT_ENGINE_MEMORY_FORCE_INT_ = -2147483647 - 1
 } zrt_engine_memory_t;
+
+/** @brief How backward writes a gradient buffer from zrt_param_grad_buffer. */
+typedef enum zrt_grad_write {
+  /** The buffer holds zeros or the earlier micro-steps' sum: add the gradient to it. */
+  ZRT_GRAD_WRITE_ADD = 0,
+  /** The buffer's contents are undefined: write every element of the gradient. */
+  ZRT_GRAD_WRITE_OVERWRITE = 1,
+  /** Not a value: makes every int a valid value of the type (see defs.h). */
+  ZRT_GRAD_WRITE_FORCE_INT_ = -2147483647 - 1
+} zrt_grad_write_t;
 
 /**
  * @name zrt_engine_params_field
@@ -299,6 +310,23 @@ ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void
  * only while it waits for a buffer. Not thread-safe with other calls on @p engine.
  */
 ZRT_API zrt_status_t zrt_param_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
+
+/**
+ * @brief zrt_param_grad_data for a backward that can overwrite: the engine may hand out the
+ * buffer without zeroing it first, and @p write_p says how this micro-step's gradient goes
+ * into it. ZRT_GRAD_WRITE_OVERWRITE: its contents are undefined and the program writes
+ * every element (a gemm with beta 0, a copy); ZRT_GRAD_WRITE_ADD: it holds zeros or the
+ * earlier micro-steps' sum, as zrt_param_grad_data's does, and the program adds. At stages
+ * 2 and 3 every micro-step writes a fresh bucket buffer, so the answer is OVERWRITE and the
+ * engine skips zeroing it (a step's whole gradient volume); at stages 0 and 1 the gradient
+ * accumulates in place and the answer is ADD. The first call for @p param in a micro-step
+ * decides its mode: later calls, zrt_param_grad_data included, return the same buffer
+ * unchanged. A parameter made ready without either call still reduces a zero gradient.
+ * A program that leaves elements of an OVERWRITE buffer unwritten trains on whatever they
+ * held. Local; blocking, thread safety and validity as zrt_param_grad_data.
+ */
+ZRT_API zrt_status_t zrt_param_grad_buffer(zrt_engine_h engine, zrt_param_h param, void **data_p,
+                                           zrt_grad_write_t *write_p);
 
 /**
  * @brief The gradient of @p param is complete. A bucket whose gradients are all ready is
