@@ -44,6 +44,31 @@ void gelu_tanh_backward(float *dinp, const float *in, const float *dout, int64_t
     gelu_backward_apart(dinp, in, dout, n);
 }
 
+NN_HOST_CLONES void gelu_erf_forward(float *__restrict out, const float *__restrict in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = gelu_erf(in[i]);
+}
+
+namespace {
+NN_HOST_CLONES void gelu_erf_backward_in_place(float *__restrict d, const float *__restrict in,
+                                               int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = zrt::nn::gelu_erf_backward(in[i], d[i]);
+}
+NN_HOST_CLONES void gelu_erf_backward_apart(float *__restrict dinp, const float *__restrict in,
+                                            const float *__restrict dout, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dinp[i] = zrt::nn::gelu_erf_backward(in[i], dout[i]);
+}
+}  // namespace
+
+void gelu_erf_backward(float *dinp, const float *in, const float *dout, int64_t n) {
+  if (dinp == dout)
+    gelu_erf_backward_in_place(dinp, in, n);
+  else
+    gelu_erf_backward_apart(dinp, in, dout, n);
+}
+
 NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float d = row[i] - max;

@@ -30,6 +30,10 @@ void gelu_tanh_forward(float *out, const float *in, int64_t n);
 /// dinp[i] = gelu_tanh_backward(in[i], dout[i]) for i < n. dinp may be dout (in place);
 /// otherwise neither overlaps another.
 void gelu_tanh_backward(float *dinp, const float *in, const float *dout, int64_t n);
+/// out[i] = gelu_erf(in[i]) for i < n. out and in do not overlap.
+void gelu_erf_forward(float *out, const float *in, int64_t n);
+/// dinp[i] = gelu_erf_backward(in[i], dout[i]) for i < n; overlap as gelu_tanh_backward.
+void gelu_erf_backward(float *dinp, const float *in, const float *dout, int64_t n);
 /// row[i] = d < -60 ? 0 : fast_exp(d), d = row[i] - max, for i < n: the softmax's exp
 /// (crossentropy.cpp says why -60).
 void exp_below_max(float *row, float max, int64_t n);
