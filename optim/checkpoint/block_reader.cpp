@@ -27,7 +27,7 @@ namespace {
 
 constexpr size_t kAlign = 4096;                  // every logical block size in use
 constexpr size_t kMaxStaged = size_t{64} << 20;  // larger blocks (format 1) are mapped
-constexpr size_t kPage = 4096;                   // the mapping is populated from a page boundary
+constexpr size_t kPage = 4096;  // mincore's unit, and where a populated mapping starts
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -75,10 +75,6 @@ class File {
     if (::mincore(const_cast<char *>(data_) + start, len, vec.data()) != 0) return false;
     return std::all_of(vec.begin(), vec.end(), [](unsigned char c) { return (c & 1) != 0; });
   }
-  // Copies [offset, offset + bytes) into buf through the page cache.
-  void read_buffered(uint64_t offset, size_t bytes, char *buf) const {
-    buffered(offset, bytes, buf);
-  }
 
   // Maps [offset, offset + bytes) in with one call rather than a fault per page.
   void populate(uint64_t offset, size_t bytes) const {
@@ -117,18 +113,18 @@ class File {
         return buf + (offset - start);
       }
       if (done > 0) {  // the rest through the page cache
-        buffered(start + done, need - done, buf + done);
+        read_buffered(start + done, need - done, buf + done);
         *direct_used = true;
         return buf + (offset - start);
       }
     }
-    buffered(offset, bytes, buf);
+    read_buffered(offset, bytes, buf);
     *direct_used = false;
     return buf;
   }
 
- private:
-  void buffered(uint64_t offset, size_t bytes, char *buf) const {
+  // Copies [offset, offset + bytes) into buf through the page cache.
+  void read_buffered(uint64_t offset, size_t bytes, char *buf) const {
     for (size_t done = 0; done < bytes;) {
       ssize_t r = ::pread(fd_, buf + done, bytes - done, static_cast<off_t>(offset + done));
       if (r < 0 && errno == EINTR) continue;
@@ -138,6 +134,7 @@ class File {
     }
   }
 
+ private:
   std::string path_;
   const char *data_ = nullptr;
   size_t size_ = 0;

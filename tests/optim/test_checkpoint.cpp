@@ -452,7 +452,8 @@ double resident_share(const std::string &path, uint64_t offset, uint64_t bytes) 
 
 // checkpoint.direct_io=auto writes the aligned blocks with O_DIRECT: right after the save,
 // none of a 2 MiB dataset's pages is in the page cache, where with direct_io=off all are;
-// the two files hold the same values, and the direct one loads bitwise.
+// the two files hold the same values, and the direct one loads bitwise, around the page
+// cache again with auto and through it with off.
 TEST(Checkpoint, DirectWritesGoAroundThePageCacheAndWriteTheSameFile) {
   const std::string dir = shared_dir();
   int direct = test::rank() == 0 ? direct_io_opens(dir) : 0;
@@ -485,9 +486,44 @@ TEST(Checkpoint, DirectWritesGoAroundThePageCacheAndWriteTheSameFile) {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   EXPECT_EQ(read_all(paths["auto"]), read_all(paths["off"]));
-  Model loaded(test::size(), 3, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big);
-  CHECK_OK(zrt_checkpoint_load(loaded.engine, paths["auto"].c_str()));
-  EXPECT_EQ(loaded.values(), saved);
+  // Loads: with direct_io=auto the blocks not in the page cache are read with O_DIRECT and
+  // leave it as it was; with off they are read through it. (read_all above read the whole
+  // file through the page cache: it is dropped first.)
+  auto dataset_share = [&](const std::string &path) {
+    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(file, "params/layer0.w", H5P_DEFAULT);
+    const uint64_t offset = H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(file);
+    return resident_share(path, offset, 512 * 1024 * sizeof(float));
+  };
+  for (const char *mode : {"auto", "off"}) {
+    SCOPED_TRACE(std::string("load, direct_io ") + mode);
+    ScopedEnv env("ZRT_CHECKPOINT_DIRECT_IO", mode);
+    if (test::rank() == 0) {
+      // No ASSERT on one rank: the others would wait at the barrier.
+      int fd = ::open(paths["auto"].c_str(), O_RDONLY);
+      EXPECT_GE(fd, 0);
+      if (fd >= 0) {
+        ::fdatasync(fd);
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        ::close(fd);
+      }
+      EXPECT_EQ(dataset_share(paths["auto"]), 0.0) << "the page cache kept the file";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    Model loaded(test::size(), 3, ZRT_OPTIMIZER_ADAMW, ZRT_DTYPE_FP32, big);
+    CHECK_OK(zrt_checkpoint_load(loaded.engine, paths["auto"].c_str()));
+    EXPECT_EQ(loaded.values(), saved);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::rank() == 0) {
+      if (std::string(mode) == "auto")
+        EXPECT_EQ(dataset_share(paths["auto"]), 0.0) << "a direct load went through the cache";
+      else
+        EXPECT_EQ(dataset_share(paths["auto"]), 1.0) << "a buffered load left pages out";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
 }
 
 // A background write that fails is reported by the next step on every rank, before the
