@@ -136,12 +136,15 @@ void *GradientReducer::grad_data(int index, bool may_overwrite, bool *overwrite)
   // program that overwrites spares the engine zeroing it (a step's whole gradient volume).
   Handed &handed = handed_[static_cast<size_t>(index)];
   const bool first = handed == Handed::None;
-  if (first) handed = may_overwrite ? Handed::Overwrite : Handed::Add;
+  const Handed mode = first ? (may_overwrite ? Handed::Overwrite : Handed::Add) : handed;
   const BucketInfo &b = layout_.bucket(p.bucket);
-  char *group = group_buffer(p.bucket, handed == Handed::Add);
+  char *group = group_buffer(p.bucket, mode == Handed::Add);
   // Its group was taken for another parameter's overwrite: zero this one's part, once.
-  if (first && handed == Handed::Add && !group_zeroed_[static_cast<size_t>(b.group)]) zero_param(p);
-  if (overwrite) *overwrite = handed == Handed::Overwrite;
+  if (first && mode == Handed::Add && !group_zeroed_[static_cast<size_t>(b.group)]) zero_param(p);
+  // Decided only once the buffer is handed out: a call that failed (no memory for a buffer)
+  // decides nothing, and a retry with zrt_param_grad_data still gets zeros.
+  handed = mode;
+  if (overwrite) *overwrite = mode == Handed::Overwrite;
   return group + (p.offset - b.group_offset) * esize_;
 }
 
@@ -179,7 +182,7 @@ char *GradientReducer::group_buffer(int bucket, bool zero_whole) {
       // part zeroed then (grad_data, grad_ready).
     }
     group_zeroed_[static_cast<size_t>(b.group)] = zero_whole;
-    memory_.program_waits();  // the program adds its gradients into the zeros
+    memory_.program_waits();  // the program writes or adds its gradients after the zeros
   }
   return buckets_.data(slot);
 }

@@ -16,7 +16,8 @@
 //
 // Reductions overlap backward (overlap on) and complete in order. On the device every
 // buffer here is device memory, touched through the engine's stream (engine_memory.hpp):
-// a bucket buffer is zeroed on the stream and handed to the program after it, and a
+// a bucket buffer (or the part of it the program adds to) is zeroed on the stream and
+// handed to the program after it, and a
 // reduction waits for the program's work so far (its gradients) before it reads. With
 // ZeRO-Offload on the device, each bucket's reduced slice lands in a device landing slice
 // and goes to the host shard of the gradient as soon as the reduction completes (added
@@ -76,7 +77,8 @@ class GradientReducer {
   void drain();
   // A micro-step that is not the last is over: gradients stay, readiness resets.
   void next_micro_step();
-  // The accumulation is over (applied or skipped): zero the gradients, back to micro-step 0.
+  // The accumulation is over (applied or skipped): zero the full gradient buffer (stages
+  // 0-1; stages 2-3 overwrite their shard on the next first micro-step), back to micro-step 0.
   void end_accumulation();
   // Waits for the reductions in flight and for their results' way to the host (ZeRO-Offload):
   // the gradients are then where the optimizer reads them.

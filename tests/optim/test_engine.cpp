@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -980,27 +981,31 @@ TEST(DeviceEngine, ParameterOffloadIsStageThreeBitwise) {
 }
 
 // zrt_param_grad_buffer on the device: the padding and a gradient made ready without asking
-// are zeroed on the engine's stream, ZeRO-Offload's slices land on the host as before.
+// are zeroed on the engine's stream, ZeRO-Offload's slices land on the host as before (and
+// accumulate there), tensors cut into several buckets are overwritten whole.
 TEST(DeviceEngine, OverwrittenGradientBuffersGiveTheBitsOfAddedOnes) {
   ZRT_SKIP_WITHOUT_DEVICE();
   for (int stage : {2, 3})
-    for (bool offload : {false, true}) {
-      SCOPED_TRACE(fmt::format("stage {} offload {}", stage, offload));
-      RunSpec run;
-      run.stage = stage;
-      run.deterministic = true;
-      run.steps = 4;
-      run.clip = 0.5;
-      run.bucket_bytes = 4096;
-      run.unwritten = 3;
-      run.offload = offload;
-      run.memory = ZRT_ENGINE_MEMORY_DEVICE;
-      Result added, written;
-      train(run, &added);
-      run.grad_write = 1;
-      train(run, &written);
-      EXPECT_TRUE(bitwise_equal(added, written));
-    }
+    for (bool offload : {false, true})
+      for (auto [accumulation, bucket_bytes] : {std::pair{1, 4096}, {2, 512}}) {
+        SCOPED_TRACE(fmt::format("stage {} offload {} accumulation {} buckets of {} bytes", stage,
+                                 offload, accumulation, bucket_bytes));
+        RunSpec run;
+        run.stage = stage;
+        run.deterministic = true;
+        run.steps = 4;
+        run.clip = 0.5;
+        run.accumulation = accumulation;
+        run.bucket_bytes = static_cast<size_t>(bucket_bytes);
+        run.unwritten = 3;
+        run.offload = offload;
+        run.memory = ZRT_ENGINE_MEMORY_DEVICE;
+        Result added, written;
+        train(run, &added);
+        run.grad_write = 1;
+        train(run, &written);
+        EXPECT_TRUE(bitwise_equal(added, written));
+      }
 }
 
 // Partial offload (zero_optimization.offload_optimizer.ratio below 1): the first buckets'

@@ -306,8 +306,11 @@ ZRT_API zrt_status_t zrt_param_data(zrt_engine_h engine, zrt_param_h param, void
 /**
  * @brief Where backward writes this parameter's gradient (compute dtype, the parameter's
  * shape), valid until zrt_param_grad_ready(param). Ask for it right before writing: at stage 2
- * and 3 it lies in a bucket buffer and may block until a buffer is free. Local; blocking
- * only while it waits for a buffer. Not thread-safe with other calls on @p engine.
+ * and 3 it lies in a bucket buffer and may block until a buffer is free. It holds zeros, or
+ * the earlier micro-steps' sum; add the gradient to it (unless zrt_param_grad_buffer handed
+ * it out to overwrite earlier in this micro-step: then it is that buffer, as it stands).
+ * Local; blocking only while it waits for a buffer. Not thread-safe with other calls on
+ * @p engine.
  */
 ZRT_API zrt_status_t zrt_param_grad_data(zrt_engine_h engine, zrt_param_h param, void **data_p);
 

@@ -57,7 +57,8 @@ class ParameterStore {
 
   /// Where backward writes tensor @p id's gradient; valid until grad_ready(id). Backward
   /// asks right before its first write (wte's is held from the LM head to the embedding,
-  /// the whole backward, because the two share it). Engine: zrt_param_grad_data.
+  /// the whole backward, because the two share it). Engine: zrt_param_grad_buffer (which
+  /// says whether backward overwrites a fresh buffer or adds to a partial sum).
   virtual GradBuffer<T> grad(int id) = 0;
   /// Tensor @p id's gradient is complete; called once per tensor per backward, layer by
   /// layer as backward goes, so reductions can overlap the rest of backward. Engine:
