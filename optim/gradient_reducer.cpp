@@ -35,6 +35,31 @@ size_t landings(const StageLayout &stage, const EngineSettings &settings, bool t
              : 0;
 }
 
+// Per group (indexed by its first bucket), the [begin, end) element ranges of its buffer
+// that no parameter covers. A group's buckets hold whole parameters or one parameter's
+// pieces, so its parameters, sorted by offset, leave these gaps (the buckets' padding).
+std::vector<std::vector<std::pair<size_t, size_t>>> group_gaps(const Layout &layout) {
+  std::vector<std::vector<std::pair<size_t, size_t>>> covered(layout.buckets().size()),
+      gaps(layout.buckets().size());
+  for (const ParamInfo &p : layout.params()) {
+    const BucketInfo &b = layout.bucket(p.bucket);
+    covered[static_cast<size_t>(b.group)].emplace_back(p.offset - b.group_offset,
+                                                       p.offset - b.group_offset + p.numel);
+  }
+  for (const BucketInfo &b : layout.buckets()) {
+    if (b.group != b.index) continue;
+    auto &c = covered[static_cast<size_t>(b.index)];
+    std::sort(c.begin(), c.end());
+    size_t at = 0;
+    for (const auto &[begin, end] : c) {
+      if (begin > at) gaps[static_cast<size_t>(b.index)].emplace_back(at, begin);
+      at = std::max(at, end);
+    }
+    if (at < b.group_length) gaps[static_cast<size_t>(b.index)].emplace_back(at, b.group_length);
+  }
+  return gaps;
+}
+
 size_t landing_slice_bytes(const Layout &layout, size_t esize) {
   return layout.max_bucket() / static_cast<size_t>(layout.nranks()) * esize;
 }
@@ -85,29 +110,7 @@ GradientReducer::GradientReducer(Communicator &comm, EngineMemory &memory, const
   buffer_of_.assign(layout.buckets().size(), -1);
   group_zeroed_.assign(layout.buckets().size(), 0);
   handed_.assign(layout.params().size(), Handed::None);
-  if (stage.reduction == Reduction::ReduceScatterBuckets) {
-    // Parameters are packed in registration order; a group's buckets hold whole parameters
-    // or one parameter's pieces, so its parameters, sorted by offset, leave these gaps.
-    std::vector<std::vector<std::pair<size_t, size_t>>> covered(layout.buckets().size());
-    for (const ParamInfo &p : layout.params()) {
-      const BucketInfo &b = layout.bucket(p.bucket);
-      covered[static_cast<size_t>(b.group)].emplace_back(p.offset - b.group_offset,
-                                                         p.offset - b.group_offset + p.numel);
-    }
-    group_gaps_.resize(layout.buckets().size());
-    for (const BucketInfo &b : layout.buckets()) {
-      if (b.group != b.index) continue;
-      auto &c = covered[static_cast<size_t>(b.index)];
-      std::sort(c.begin(), c.end());
-      size_t at = 0;
-      for (const auto &[begin, end] : c) {
-        if (begin > at) group_gaps_[static_cast<size_t>(b.index)].emplace_back(at, begin);
-        at = std::max(at, end);
-      }
-      if (at < b.group_length)
-        group_gaps_[static_cast<size_t>(b.index)].emplace_back(at, b.group_length);
-    }
-  }
+  if (stage.reduction == Reduction::ReduceScatterBuckets) group_gaps_ = group_gaps(layout);
   ready_.assign(layout.params().size(), 0);
   bucket_ready_.assign(layout.buckets().size(), 0);
 }
@@ -179,7 +182,7 @@ char *GradientReducer::group_buffer(int bucket, bool zero_whole) {
       for (const auto &[begin, end] : group_gaps_[static_cast<size_t>(b.group)])
         memory_.zero(buckets_.place(), data + begin * esize_, (end - begin) * esize_);
       // A parameter of the group whose buffer is handed out later to add, or never, has its
-      // part zeroed then (grad_data, grad_ready).
+      // part zeroed then (grad_data, post_bucket).
     }
     group_zeroed_[static_cast<size_t>(b.group)] = zero_whole;
     memory_.program_waits();  // the program writes or adds its gradients after the zeros
