@@ -1,5 +1,8 @@
 #include <zerort/nn/matmul.hpp>
 
+#include <algorithm>
+#include <type_traits>
+
 #include <zerort/nn/column_sums.hpp>
 
 namespace zrt::nn {
@@ -10,9 +13,16 @@ void matmul_forward(Mat<T> out, CMat<T> inp, CMat<T> weight, CVec<T> bias) {
   T beta = 0;
   if (bias.extent(0) > 0) {
     // Start from the bias broadcast over the rows, then let gemm add the product.
-    Kokkos::parallel_for(
-        "matmul_forward_bias", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {N, OC}),
-        KOKKOS_LAMBDA(int n, int o) { out(n, o) = bias(o); });
+    if constexpr (std::is_same_v<MemSpace, Kokkos::HostSpace>) {
+      // A row at a time, at the speed of a copy: the two-dimensional range's tiles took
+      // three times as long as the bytes need (0.7% of a BERT step, perf, 2026-12-06).
+      Kokkos::parallel_for("matmul_forward_bias", RangePolicy(0, N),
+                           [=](int n) { std::copy_n(bias.data(), OC, &out(n, 0)); });
+    } else {
+      Kokkos::parallel_for(
+          "matmul_forward_bias", Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>({0, 0}, {N, OC}),
+          KOKKOS_LAMBDA(int n, int o) { out(n, o) = bias(o); });
+    }
     beta = 1;
   }
   gemm<T>("N", "T", T(1), inp, weight, beta, out);
