@@ -1,5 +1,8 @@
 #include <zerort/nn/attention.hpp>
 
+#include <zerort/nn/block_sum.hpp>
+#include <zerort/nn/fast_exp.hpp>
+#include <zerort/nn/host_loops.hpp>
 #include <zerort/nn/matmul.hpp>
 
 namespace zrt::nn {
@@ -95,15 +98,23 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
               if (a[t2] > m) m = a[t2];
             },
             Kokkos::Max<T>(maxv));
-        T sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, keys),
-            [&](int t2, T &acc) {
-              const T e = kmath::exp(a[t2] - maxv);
-              a[t2] = e;
-              acc += e;
-            },
-            sum);
+        // exp in place, as the loss's softmax takes it (crossentropy.cpp): fast_exp in a pass
+        // of its own, in the host's widest vectors there, and a score more than 60 below the
+        // row's largest weighs 0 (below e^-60 it cannot change a sum of at least 1). glibc's
+        // expf, a call per score, and the sum's chain of dependent additions were 1.2% of a
+        // BERT step (perf, 2026-12-06).
+        if constexpr (host_loops::taken_for<T>) {
+          Kokkos::single(Kokkos::PerTeam(team),
+                         [&]() { host_loops::exp_below_max(a, maxv, keys); });
+        } else {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int t2) {
+            const T d = a[t2] - maxv;
+            const T e = fast_exp(d);
+            a[t2] = d < T(-60) ? T(0) : e;
+          });
+        }
+        team.team_barrier();  // the sum reads what the team's other threads wrote
+        const T sum = team_sum<T>(team, keys, [&](int t2) { return a[t2]; });
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
                              [&](int t2) { a[t2] = t2 < keys ? a[t2] * inv : T(0); });
@@ -137,10 +148,8 @@ void attention_backward(Mat<T> dqkv, Vec<T> dqkvp, Vec<T> datt, Vec<T> doutp, CM
         const int row = team.league_rank(), keys = attended_keys(s, row);
         const T *a = att.data() + int64_t(row) * T_;
         T *d = datt.data() + int64_t(row) * T_;
-        T dot = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, keys), [&](int t2, T &acc) { acc += d[t2] * a[t2]; },
-            dot);
+        // In blocks, as the forward's sum (block_sum.hpp).
+        const T dot = team_sum<T>(team, keys, [&](int t2) { return d[t2] * a[t2]; });
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),
                              [&](int t2) { d[t2] = t2 < keys ? a[t2] * (d[t2] - dot) : T(0); });

@@ -42,14 +42,11 @@ void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout,
       KOKKOS_LAMBDA(const TeamMember &team) {
         const int n = team.league_rank();
         const T m = mean(n), s = rstd(n);
-        T dnorm_sum = 0, dnorm_norm_sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, C), [&](int c, T &a) { a += weight(c) * dout(n, c); },
-            dnorm_sum);
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, C),
-            [&](int c, T &a) { a += weight(c) * dout(n, c) * (inp(n, c) - m) * s; },
-            dnorm_norm_sum);
+        // In blocks, as the forward's (block_sum.hpp): a chain of dependent additions over
+        // the channels was most of this kernel's time on the host.
+        const T dnorm_sum = team_sum<T>(team, C, [&](int c) { return weight(c) * dout(n, c); });
+        const T dnorm_norm_sum = team_sum<T>(
+            team, C, [&](int c) { return weight(c) * dout(n, c) * (inp(n, c) - m) * s; });
         const T dnorm_mean = dnorm_sum / C, dnorm_norm_mean = dnorm_norm_sum / C;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, C), [&](int c) {
           const T norm = (inp(n, c) - m) * s;
