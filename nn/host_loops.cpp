@@ -77,6 +77,29 @@ NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
   }
 }
 
+NN_HOST_CLONES int64_t first_max_index(const float *__restrict row, int64_t n) {
+  if (n <= 0 || row[0] != row[0]) return 0;  // a NaN first: nothing compares greater
+  // The largest value in independent lanes (a select per lane, which vectorizes; the
+  // sequential loop's compare against row[best] does not), then its first index: the
+  // loop's answer, since it moves only to a strictly greater value.
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; ++j)
+    lane[j] = row[0];
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j)
+      lane[j] = row[i + j] > lane[j] ? row[i + j] : lane[j];
+  float best = row[0];
+  for (; i < n; ++i)
+    best = row[i] > best ? row[i] : best;
+  for (int j = 0; j < kLanes; ++j)
+    best = lane[j] > best ? lane[j] : best;
+  for (int64_t v = 0; v < n; ++v)
+    if (row[v] == best) return v;
+  return 0;  // unreachable: best is one of the row's values, and not a NaN
+}
+
 const char *isa() {
 #if NN_HOST_CLONED
   // The order target_clones tries them in.

@@ -722,6 +722,56 @@ TEST(Layers, CrossEntropyCountsCorrectRows) {
   EXPECT_EQ(crossentropy_correct<double>(scores.cmat(N, V), device_tokens({1, 1, 3})), 2);
 }
 
+TEST(Layers, FloatCrossEntropyCountsWhatTheScalarArgmaxFinds) {
+  // The host's vector loop (host_loops::first_max_index) against the scalar argmax, one row
+  // at a time (each row's target is the scalar's answer, or one past it): ties of the
+  // largest value, signed zeros, infinities, NaNs first and elsewhere, lengths that are
+  // and are not whole vectors.
+  using FBuf = DeviceBuffer<float>;
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937_64 rng(13);
+  std::vector<std::vector<float>> rows;
+  for (const int V : {1, 2, 15, 16, 17, 33, 30522}) {
+    std::vector<float> row(static_cast<size_t>(V));
+    std::uniform_real_distribution<float> u(-5.0f, 5.0f);
+    for (float &v : row)
+      v = u(rng);
+    rows.push_back(row);
+    std::vector<float> tie = row;  // the largest twice, the later one in another lane
+    tie[tie.size() - 1] = 9.0f;
+    tie[tie.size() / 3] = 9.0f;
+    rows.push_back(tie);
+    std::vector<float> zeros(row.size(), -1.0f);  // -0 before +0: the first wins
+    zeros[zeros.size() / 2] = -0.0f;
+    zeros[zeros.size() - 1] = 0.0f;
+    rows.push_back(zeros);
+    std::vector<float> nans = row;  // NaNs never win, except at index 0
+    for (size_t i = 1; i < nans.size(); i += 3)
+      nans[i] = nan;
+    rows.push_back(nans);
+    nans[0] = nan;
+    rows.push_back(nans);
+    std::vector<float> low(row.size(), -inf);  // nothing above -inf: index 0
+    rows.push_back(low);
+    low[low.size() - 1] = inf;
+    rows.push_back(low);
+  }
+  for (const std::vector<float> &row : rows) {
+    const int V = static_cast<int>(row.size());
+    int best = 0;
+    for (int v = 1; v < V; ++v)
+      if (row[size_t(v)] > row[size_t(best)]) best = v;
+    FBuf scores(row.size());
+    scores.host = row;
+    scores.to_device();
+    EXPECT_EQ(crossentropy_correct<float>(scores.cmat(1, V), device_tokens({best})), 1)
+        << V << " scores, the scalar's answer " << best;
+    EXPECT_EQ(crossentropy_correct<float>(scores.cmat(1, V), device_tokens({best + 1})), 0)
+        << V << " scores, the scalar's answer " << best;
+  }
+}
+
 TEST(Layers, LayerNormTakesItsEpsilon) {
   // A constant row has variance 0: rstd is 1/sqrt(eps) exactly as given.
   const int N = 1, C = 8;

@@ -38,6 +38,11 @@ void gelu_erf_backward(float *dinp, const float *in, const float *dout, int64_t 
 /// (crossentropy.cpp says why -60).
 void exp_below_max(float *row, float max, int64_t n);
 
+/// The first index of the row's largest element, as the loop `best = 0; for v: if (row[v] >
+/// row[best]) best = v` finds it (a NaN never wins, one at index 0 always does); 0 for an
+/// empty row. The loss's accuracy over the vocabulary.
+int64_t first_max_index(const float *row, int64_t n);
+
 /// The copy the loader picked: "avx512f", "avx2" or "baseline" (for benchmarks' output).
 const char *isa();
 
