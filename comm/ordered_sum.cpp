@@ -117,12 +117,15 @@ ZRT_AVX2 inline void store_from_f32(T *p, __m256 v) {
     store8_fp16(p, v);
 }
 
-template <class T, int Kind>
-ZRT_AVX2 size_t sum_avx2_f32(const void *const *s, int n, size_t length, zrt_op_t op, void *out) {
+// From element begin; with Stream, fp32 only and out + begin 32-byte aligned, the stores
+// stream (streaming_copy.hpp says why).
+template <class T, int Kind, bool Stream = false>
+ZRT_AVX2 size_t sum_avx2_f32(const void *const *s, int n, size_t begin, size_t length, zrt_op_t op,
+                             void *out) {
   auto *o = static_cast<T *>(out);
   const __m256 divisor = _mm256_set1_ps(static_cast<float>(n));
   const bool avg = op == ZRT_OP_AVG;
-  size_t i = 0;
+  size_t i = begin;
   for (; i + 16 <= length; i += 16) {
     const T *s0 = static_cast<const T *>(s[0]) + i;
     __m256 a = load_as_f32<T, Kind>(s0), b = load_as_f32<T, Kind>(s0 + 8);
@@ -135,8 +138,14 @@ ZRT_AVX2 size_t sum_avx2_f32(const void *const *s, int n, size_t length, zrt_op_
       a = _mm256_div_ps(a, divisor);
       b = _mm256_div_ps(b, divisor);
     }
-    store_from_f32<T, Kind>(o + i, a);
-    store_from_f32<T, Kind>(o + i + 8, b);
+    if constexpr (Stream) {
+      static_assert(Kind == ZRT_DTYPE_FP32);
+      _mm256_stream_ps(o + i, a);
+      _mm256_stream_ps(o + i + 8, b);
+    } else {
+      store_from_f32<T, Kind>(o + i, a);
+      store_from_f32<T, Kind>(o + i + 8, b);
+    }
   }
   return i;
 }
@@ -205,17 +214,27 @@ void ordered_sum_generic(const void *const *sources, int n, size_t length, zrt_d
 }
 
 void ordered_sum_avx2(const void *const *sources, int n, size_t length, zrt_dtype_t dtype,
-                      zrt_op_t op, void *out) {
+                      zrt_op_t op, void *out, bool stream) {
   size_t done = 0;
+  const auto address = reinterpret_cast<uintptr_t>(out);
   switch (dtype) {
     case ZRT_DTYPE_FP32:
-      done = sum_avx2_f32<float, ZRT_DTYPE_FP32>(sources, n, length, op, out);
+      if (stream && address % sizeof(float) == 0) {
+        // Up to out's first 32-byte boundary element by element (the same additions), then
+        // the vectors with streaming stores, fenced before the caller says it is done.
+        const size_t head = std::min(length, (32 - address % 32) % 32 / sizeof(float));
+        sum_generic(sources, n, 0, head, dtype, op, out);
+        done = sum_avx2_f32<float, ZRT_DTYPE_FP32, true>(sources, n, head, length, op, out);
+        _mm_sfence();
+      } else {
+        done = sum_avx2_f32<float, ZRT_DTYPE_FP32>(sources, n, 0, length, op, out);
+      }
       break;
     case ZRT_DTYPE_BF16:
-      done = sum_avx2_f32<uint16_t, ZRT_DTYPE_BF16>(sources, n, length, op, out);
+      done = sum_avx2_f32<uint16_t, ZRT_DTYPE_BF16>(sources, n, 0, length, op, out);
       break;
     case ZRT_DTYPE_FP16:
-      done = sum_avx2_f32<uint16_t, ZRT_DTYPE_FP16>(sources, n, length, op, out);
+      done = sum_avx2_f32<uint16_t, ZRT_DTYPE_FP16>(sources, n, 0, length, op, out);
       break;
     case ZRT_DTYPE_FP64:
       done = sum_avx2_f64(sources, n, length, op, out);
@@ -230,9 +249,9 @@ void ordered_sum_avx2(const void *const *sources, int n, size_t length, zrt_dtyp
 }  // namespace detail
 
 void ordered_sum_sources(const void *const *sources, int n, size_t length, zrt_dtype_t dtype,
-                         zrt_op_t op, void *out) {
+                         zrt_op_t op, void *out, bool stream) {
   if (detail::cpu_has_avx2())
-    detail::ordered_sum_avx2(sources, n, length, dtype, op, out);
+    detail::ordered_sum_avx2(sources, n, length, dtype, op, out, stream);
   else
     detail::ordered_sum_generic(sources, n, length, dtype, op, out);
 }

@@ -23,9 +23,11 @@ void ordered_sum(const void *chunks, size_t stride, int n, size_t length, zrt_dt
 
 // The same over n separately placed sources: out[i] = reduce(sources[0][i], ...,
 // sources[n-1][i]). out may be any one of the sources (element i is read from every
-// source before it is written), but must not overlap one partially.
+// source before it is written), but must not overlap one partially. With stream, the
+// vector kernel writes fp32 with streaming stores, around the cache, for an output that is
+// not read again soon (streaming_copy.hpp): the same bits.
 void ordered_sum_sources(const void *const *sources, int n, size_t length, zrt_dtype_t dtype,
-                         zrt_op_t op, void *out);
+                         zrt_op_t op, void *out, bool stream = false);
 
 // "avx2" when the vector kernels run, "generic" otherwise (for zrt-info and benchmarks).
 const char *ordered_sum_isa();
@@ -35,7 +37,7 @@ namespace detail {
 void ordered_sum_generic(const void *const *sources, int n, size_t length, zrt_dtype_t dtype,
                          zrt_op_t op, void *out);
 void ordered_sum_avx2(const void *const *sources, int n, size_t length, zrt_dtype_t dtype,
-                      zrt_op_t op, void *out);
+                      zrt_op_t op, void *out, bool stream = false);
 bool cpu_has_avx2();
 }  // namespace detail
 

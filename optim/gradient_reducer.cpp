@@ -269,6 +269,8 @@ void GradientReducer::post_bucket(int bucket) {
       a.send = group + (b.offset - b.group_offset) * esize_;
       if (micro_ == 0 && !to_host(b)) {
         a.recv = state_.grads(b.shard_offset);  // the first micro-step writes directly
+        // Read next by the gradient norm after backward, or the next micro-step's sums.
+        a.recv_cold = true;
       } else {
         pending.landing = take_landing();
         a.recv = landing_.data(pending.landing);

@@ -28,6 +28,7 @@ void all_gather_updated_params(Communicator &comm, EngineMemory &memory, const L
     a.count = b.length;
     a.dtype = dtype;
     a.ready = ready;
+    a.recv_cold = true;  // the next forward reads the parameters, after all the buckets
     a.purpose = {CollPurpose::What::ParamAllGather, b.index, step};
     window.emplace_back(post_owned(comm, a, stats), b.length * es);
     bytes_in_flight += b.length * es;

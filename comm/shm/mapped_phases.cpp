@@ -8,6 +8,7 @@
 
 #include "comm/dtype.hpp"
 #include "comm/ordered_sum.hpp"
+#include "comm/streaming_copy.hpp"
 
 namespace zrt {
 
@@ -211,7 +212,7 @@ class ReduceScatterSwitch final : public SwitchPhase {
           for (int r = 0; r < p_.size; ++r)
             sources_[static_cast<size_t>(r)] = choice_->rs_send[static_cast<size_t>(r)] + at;
           ordered_sum_sources(sources_.data(), p_.size, hi - lo, plan_.dtype, plan_.op,
-                              out + lo * esize_);
+                              out + lo * esize_, plan_.stream);
           moved += (hi - lo) * esize_ * static_cast<size_t>(p_.size);
         },
         [&](size_t lo, size_t hi) {
@@ -256,8 +257,11 @@ class AllGatherSwitch final : public SwitchPhase {
     for_pieces(
         plan_.pieces[static_cast<size_t>(r)], begin, end,
         [&](size_t lo, size_t hi, const ShmPiece &p) {
-          std::memcpy(recv + (p.buffer + lo - p.stream) * esize_, src + lo * esize_,
-                      (hi - lo) * esize_);
+          char *to = recv + (p.buffer + lo - p.stream) * esize_;
+          if (plan_.stream)
+            copy_streaming(to, src + lo * esize_, (hi - lo) * esize_);
+          else
+            std::memcpy(to, src + lo * esize_, (hi - lo) * esize_);
           moved += (hi - lo) * esize_;
         },
         [](size_t, size_t) {});

@@ -325,6 +325,8 @@ std::unique_ptr<BackendOp> ShmBackend::start(const CollArgs &a) {
     p.stream_length = own.shard;
     p.pieces = shard_pieces(a.count, n);
     p.zero_gaps = zero_gaps;
+    // An all-reduce's peers read the reduced shard next, from this rank's memory.
+    p.stream = a.recv_cold && a.kind == CollKind::ReduceScatter;
     p.dtype = a.dtype;
     p.op = a.op;
     // Every rank cuts the same steps: the stream is the padded shard, equal everywhere.
@@ -337,6 +339,7 @@ std::unique_ptr<BackendOp> ShmBackend::start(const CollArgs &a) {
     p.stream_length = own.shard;
     p.pieces = shard_pieces(a.count, n);
     p.copy_own = src != static_cast<const char *>(recv) + own.offset * esize;
+    p.stream = a.recv_cold;
     p.dtype = a.dtype;
     return p;
   };

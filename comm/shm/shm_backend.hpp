@@ -58,6 +58,7 @@ struct ShmReduceScatterPlan {
   size_t stream_length = 0;
   std::vector<ShmPieces> pieces;  // per destination rank
   bool zero_gaps = true;
+  bool stream = false;  // sums write out with streaming stores (CollArgs::recv_cold)
   zrt_dtype_t dtype = ZRT_DTYPE_FP32;
   zrt_op_t op = ZRT_OP_SUM;
 };
@@ -70,6 +71,7 @@ struct ShmAllGatherPlan {
   size_t stream_length = 0;
   std::vector<ShmPieces> pieces;  // per source rank
   bool copy_own = true;
+  bool stream = false;  // copies write recv with streaming stores (CollArgs::recv_cold)
   zrt_dtype_t dtype = ZRT_DTYPE_FP32;
 };
 

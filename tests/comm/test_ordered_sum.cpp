@@ -55,6 +55,18 @@ void expect_same(zrt_dtype_t dt, int n, size_t length, zrt_op_t op, uint64_t see
   ordered_sum_sources(sources.data(), n, length, dt, op, last.data());
   ASSERT_EQ(std::memcmp(generic.data(), last.data(), length * es), 0)
       << "in place: " << dtype_name(dt) << " n " << n << " length " << length;
+  // With streaming stores (fp32's; the other dtypes store as before), out at every element
+  // offset from a 32-byte boundary: the element-by-element head, the vectors, the tail.
+  sources.back() = inputs.back().data();
+  std::vector<char> streamed(length * es + 64);
+  for (size_t shift = 0; shift < 8; ++shift) {
+    const auto base = reinterpret_cast<uintptr_t>(streamed.data());
+    char *out = streamed.data() + (32 - base % 32) % 32 + shift * es % 32;
+    detail::ordered_sum_avx2(sources.data(), n, length, dt, op, out, /*stream=*/true);
+    ASSERT_EQ(std::memcmp(generic.data(), out, length * es), 0)
+        << "streamed: " << dtype_name(dt) << " n " << n << " length " << length << " out " << shift
+        << " elements past 32 bytes";
+  }
 }
 
 }  // namespace
