@@ -2,10 +2,12 @@
 // against each other, and against themselves cut at different places.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "comm/dtype.hpp"
@@ -171,6 +173,69 @@ TEST(Kernels, LambTrustRatioPasses) {
     k->lamb_apply(st, s.range(0, n), 0.25f);
     for (size_t i = 0; i < n; ++i)
       ASSERT_NEAR(s.w[i], ref.w[i] - 0.25 * u[i], 1e-5 * (1 + std::fabs(u[i])));
+  }
+}
+
+// Each ISA's order of a sum of squares, written out: vectors of W floats, each reduced in
+// double by its fixed tree, then added one after another from 0 (the last vector zero-
+// padded). Scalar: W = 1, the squares in a row.
+double squares_in_order(const std::string &isa, const float *x, size_t n) {
+  const size_t W = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 1;
+  double total = 0;
+  for (size_t base = 0; base < n; base += W) {
+    double e[16] = {};
+    for (size_t k = 0; k < W && base + k < n; ++k)
+      e[k] = x[base + k];
+    double r = 0;
+    if (W == 16) {
+      double s[8], t[4];
+      for (int k = 0; k < 8; ++k)
+        s[k] = std::fma(e[k], e[k], e[k + 8] * e[k + 8]);
+      for (int k = 0; k < 4; ++k)
+        t[k] = s[k + 4] + s[k];
+      r = (t[2] + t[0]) + (t[3] + t[1]);
+    } else if (W == 8) {
+      double s[4];
+      for (int k = 0; k < 4; ++k)
+        s[k] = std::fma(e[k], e[k], e[k + 4] * e[k + 4]);
+      r = (s[0] + s[2]) + (s[1] + s[3]);
+    } else {
+      r = e[0] * e[0];
+    }
+    total += r;
+  }
+  return total;
+}
+
+TEST(Kernels, SumsOfSquaresKeepEachIsasOrderBitForBit) {
+  // The gradient norm's blocks and LAMB's norms hold to the order above, over counts with
+  // and without a tail and across norm blocks, on values whose squares round differently
+  // in other orders: the gradient norm (and so clipping) and LAMB's trust ratios are the
+  // same bits from run to run and version to version on one ISA.
+  for (const KernelTable *k : available()) {
+    SCOPED_TRACE(k->isa);
+    for (const size_t n : {size_t{1}, size_t{16 * 8}, size_t{16 * 8 + 5}, size_t{16 * 13 + 9},
+                           size_t{4096}, size_t{4096 * 2 + 16 * 3 + 1}}) {
+      State s(n, static_cast<unsigned>(n)), ref = s;
+      for (size_t i = 0; i < n; ++i)
+        ref.g[i] = s.g[i] = s.g[i] * 1e3f + 1.0f / 3.0f;
+      double want = 0;
+      for (size_t b = 0; b < n; b += kNormBlock)
+        want += squares_in_order(k->isa, s.g.data() + b, std::min(kNormBlock, n - b));
+      EXPECT_EQ(k->sum_squares(s.g.data(), ZRT_DTYPE_FP32, n), want) << n;
+      // LAMB: w's squares as they are; u's from the direction lamb_apply writes over zero
+      // weights (w' = 0 + 1 * u exactly, from the same updated moments).
+      AdamStep st = adamw_step(1, 1e-2, 0);
+      double w2 = 0, u2 = 0;
+      k->lamb_moments(st, s.range(0, n), &w2, &u2);
+      EXPECT_EQ(w2, squares_in_order(k->isa, ref.w.data(), n)) << n;
+      State z = ref;
+      std::fill(z.w.begin(), z.w.end(), 0.0f);
+      k->lamb_moments(st, z.range(0, n), &w2, &u2);
+      k->lamb_apply(st, z.range(0, n), -1.0f);
+      EXPECT_EQ(w2, 0.0);
+      EXPECT_EQ(u2, squares_in_order(k->isa, z.w.data(), n)) << n;
+    }
   }
 }
 
