@@ -45,8 +45,8 @@ struct CollArgs {
   uint64_t seq = 0;  // per-communicator sequence number, for messages
   CollPurpose purpose;
   // The program reads recv again only after much else (stages 1-2's all-gather of the
-  // updated parameters, which the next forward reads; stage 2's reduce-scatter into the
-  // gradient shard, which the norm reads after backward): a backend that copies or sums on
+  // updated parameters, which the next forward reads; stages 2-3's first reduce-scatter into
+  // the gradient shard, which the norm reads after backward): a backend that copies or sums on
   // the CPU may write recv around the cache (the shm backend's mapped all-gather and
   // reduce-scatter do, streaming_copy.hpp). A hint: results are the same either way.
   bool recv_cold = false;

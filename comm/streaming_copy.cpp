@@ -14,8 +14,9 @@ void copy_streaming(void *dst, const void *src, size_t bytes) {
 #if defined(__x86_64__)
   auto *d = static_cast<char *>(dst);
   const auto *s = static_cast<const char *>(src);
-  // Up to dst's first 16-byte boundary as memcpy does; small copies entirely.
-  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  // Up to dst's first cache-line boundary as memcpy does (small copies entirely), so that
+  // each round below fills one line.
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
   std::memcpy(d, s, head);
   size_t i = head;
   // Four stores a round: a whole 64-byte line leaves the write-combining buffer at once.

@@ -13,7 +13,7 @@
 namespace zrt {
 
 // memcpy(dst, src, bytes), with streaming stores on x86-64 (SSE2, every x86-64 CPU) for the
-// 16-byte-aligned body of dst, and a store fence at the end, so that the copy is complete
+// whole 64-byte lines of dst, and a store fence at the end, so that the copy is complete
 // for other threads and processes as an ordinary one would be. dst and src do not overlap.
 void copy_streaming(void *dst, const void *src, size_t bytes);
 

@@ -67,6 +67,14 @@ void expect_same(zrt_dtype_t dt, int n, size_t length, zrt_op_t op, uint64_t see
         << "streamed: " << dtype_name(dt) << " n " << n << " length " << length << " out " << shift
         << " elements past 32 bytes";
   }
+  // Streamed in place into the last source, off a 32-byte boundary.
+  const auto base = reinterpret_cast<uintptr_t>(streamed.data());
+  char *in_place = streamed.data() + (32 - base % 32) % 32 + 3 * es % 32;
+  std::memcpy(in_place, inputs.back().data(), length * es);
+  sources.back() = in_place;
+  detail::ordered_sum_avx2(sources.data(), n, length, dt, op, in_place, /*stream=*/true);
+  ASSERT_EQ(std::memcmp(generic.data(), in_place, length * es), 0)
+      << "streamed in place: " << dtype_name(dt) << " n " << n << " length " << length;
 }
 
 }  // namespace
@@ -112,5 +120,7 @@ TEST(OrderedSum, LeavesTheUpperVectorStateClean) {
     SCOPED_TRACE(dtype_name(dt));
     ordered_sum_sources(sources, 2, length, dt, ZRT_OP_SUM, out.data());
     EXPECT_FALSE(*testutil::upper_vector_state_dirty());
+    ordered_sum_sources(sources, 2, length, dt, ZRT_OP_SUM, out.data(), /*stream=*/true);
+    EXPECT_FALSE(*testutil::upper_vector_state_dirty()) << "streamed";
   }
 }

@@ -5,7 +5,8 @@
 // mostly in the long sums (the softmax's over 50,257 logits, LayerNorm's over 768 channels,
 // the loss mean), which are summed in blocks (nn/block_sum.hpp): measured here, summed one
 // after another they drifted 5.0e-7, in blocks 8.3e-8, and 4.5e-8 once attention's
-// softmax and LayerNorm's backward summed in blocks too (2026-12-06).
+// softmax (now with fast_exp, as the loss's) and LayerNorm's backward summed in blocks too
+// (2026-12-06).
 #include <gtest/gtest.h>
 
 #include <algorithm>
