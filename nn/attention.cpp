@@ -1,9 +1,8 @@
 #include <zerort/nn/attention.hpp>
 
 #include <zerort/nn/block_sum.hpp>
-#include <zerort/nn/fast_exp.hpp>
-#include <zerort/nn/host_loops.hpp>
 #include <zerort/nn/matmul.hpp>
+#include <zerort/nn/softmax_exp.hpp>
 
 namespace zrt::nn {
 // Not an unnamed namespace: CUDA's extended lambdas need functions with external linkage.
@@ -98,22 +97,10 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
               if (a[t2] > m) m = a[t2];
             },
             Kokkos::Max<T>(maxv));
-        // exp in place, as the loss's softmax takes it (crossentropy.cpp): fast_exp in a pass
-        // of its own, in the host's widest vectors there, and a score more than 60 below the
-        // row's largest weighs 0 (below e^-60 it cannot change a sum of at least 1). glibc's
-        // expf, a call per score, and the sum's chain of dependent additions were 1.2% of a
-        // BERT step (perf, 2026-12-06).
-        if constexpr (host_loops::taken_for<T>) {
-          Kokkos::single(Kokkos::PerTeam(team),
-                         [&]() { host_loops::exp_below_max(a, maxv, keys); });
-        } else {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int t2) {
-            const T d = a[t2] - maxv;
-            const T e = fast_exp(d);
-            a[t2] = d < T(-60) ? T(0) : e;
-          });
-        }
-        team.team_barrier();  // the sum reads what the team's other threads wrote
+        // exp in place as the loss's softmax takes it (softmax_exp.hpp), the sum in blocks:
+        // glibc's expf, a call per score, and the sum's chain of dependent additions were
+        // 1.2% of a BERT step (perf, 2026-12-06).
+        team_softmax_exp<T>(team, a, maxv, keys);
         const T sum = team_sum<T>(team, keys, [&](int t2) { return a[t2]; });
         const T inv = T(1) / sum;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T_),

@@ -1,8 +1,8 @@
 #include <zerort/nn/crossentropy.hpp>
 
 #include <zerort/nn/block_sum.hpp>
-#include <zerort/nn/fast_exp.hpp>
 #include <zerort/nn/host_loops.hpp>
+#include <zerort/nn/softmax_exp.hpp>
 
 namespace zrt::nn {
 
@@ -21,26 +21,9 @@ T crossentropy_forward(Mat<T> logits, Vec<T> losses, Tokens targets) {
             Kokkos::Max<T>(maxv));
         const T target_logit = logits(n, targets(n));
         team.team_barrier();  // everyone has read the target's logit before it changes
-        // exp once, in place; then the sum, then normalize. A logit more than 60 below the
-        // largest gets probability 0 rather than its exp: below e^-60 (1e-26) it cannot
-        // change the sum (at least 1, the largest's), and exps that end up subnormal, as
-        // they do once a trained model is confident, are an order of magnitude slower
-        // here, in the normalization and in the LM head's backward gemm. The exp is a pass
-        // of its own, apart from the sum, so that it vectorizes (fast_exp.hpp); the sum
-        // keeps its order.
-        if constexpr (host_loops::taken_for<T>) {
-          // The same loop in the host's widest vectors (host_loops.hpp), by one thread of
-          // the team; host teams are one thread (Kokkos::AUTO), so none waits.
-          Kokkos::single(Kokkos::PerTeam(team),
-                         [&]() { host_loops::exp_below_max(&logits(n, 0), maxv, V); });
-        } else {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int v) {
-            const T d = logits(n, v) - maxv;
-            const T e = fast_exp(d);
-            logits(n, v) = d < T(-60) ? T(0) : e;
-          });
-        }
-        team.team_barrier();  // the sum reads what the team's other threads wrote
+        // exp once, in place (softmax_exp.hpp: a logit more than 60 below the largest gets
+        // probability 0); then the sum, then normalize.
+        team_softmax_exp<T>(team, &logits(n, 0), maxv, V);
         // The denominator: in blocks on the host (block_sum.hpp), whose team of one thread
         // would otherwise add 50,257 terms in a row.
         const T sum = team_sum<T>(team, V, [&](int v) { return logits(n, v); });

@@ -2,6 +2,7 @@
 
 #include <zerort/nn/fast_exp.hpp>
 #include <zerort/nn/gelu_math.hpp>
+#include <zerort/nn/softmax_exp.hpp>
 
 // GCC on x86-64 for the host only, as nn/CMakeLists.txt decides (with the flags that
 // keep the bits): nvcc (Kokkos on CUDA compiles these files too) and other compilers build
@@ -70,11 +71,8 @@ void gelu_erf_backward(float *dinp, const float *in, const float *dout, int64_t 
 }
 
 NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = row[i] - max;
-    const float e = fast_exp(d);
-    row[i] = d < -60.0f ? 0.0f : e;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    row[i] = softmax_exp(row[i], max);
 }
 
 NN_HOST_CLONES int64_t first_max_index(const float *__restrict row, int64_t n) {

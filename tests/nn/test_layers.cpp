@@ -314,7 +314,7 @@ TEST(Layers, HostVectorLoopsGiveTheScalarBits) {
       maxv = row[v] > maxv ? row[v] : maxv;
     std::vector<float> e(V);
     for (int v = 0; v < V; ++v) {
-      const float dv = row[v] - maxv;
+      const float dv = row[v] - maxv;  // softmax_exp, written out
       e[size_t(v)] = dv < -60.0f ? 0.0f : fast_exp(dv);
     }
     const float sum = block_sum<float>(V, [&](int64_t v) { return e[size_t(v)]; });

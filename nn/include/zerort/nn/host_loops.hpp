@@ -34,8 +34,7 @@ void gelu_tanh_backward(float *dinp, const float *in, const float *dout, int64_t
 void gelu_erf_forward(float *out, const float *in, int64_t n);
 /// dinp[i] = gelu_erf_backward(in[i], dout[i]) for i < n; overlap as gelu_tanh_backward.
 void gelu_erf_backward(float *dinp, const float *in, const float *dout, int64_t n);
-/// row[i] = d < -60 ? 0 : fast_exp(d), d = row[i] - max, for i < n: the softmax's exp
-/// (crossentropy.cpp says why -60).
+/// row[i] = softmax_exp(row[i], max) for i < n: the softmaxes' exp (softmax_exp.hpp).
 void exp_below_max(float *row, float max, int64_t n);
 
 /// The first index of the row's largest element, as the loop `best = 0; for v: if (row[v] >
