@@ -27,7 +27,13 @@ VOLATILE = [
     (re.compile(r"\b(job |gpt2-|bert-)\d+\b"), r"\1<id>"),
 ]
 
-MACHINE_NOTES = [re.compile(r"^zrt-(gpt2|bert): note: OpenBLAS did not recognize this CPU")]
+MACHINE_NOTES = [
+    re.compile(r"^zrt-(gpt2|bert): note: OpenBLAS did not recognize this CPU"),
+    # srun's own notes when the previous block's job still holds the nodes for a moment
+    # (seen 2026-12-06 in docs/multinode.md): the scheduler's, not the program's output.
+    re.compile(r"^srun: job \d+ queued and waiting for resources$"),
+    re.compile(r"^srun: job \d+ has been allocated resources$"),
+]
 
 
 def normalize(line):
