@@ -75,6 +75,60 @@ NN_HOST_CLONES void exp_below_max(float *__restrict row, float max, int64_t n) {
     row[i] = softmax_exp(row[i], max);
 }
 
+namespace {
+// column_sums.hpp's block of columns, each column's rows added in order into its own
+// running sum (the lanes of the widest vectors the copy has).
+constexpr int kColumnBlock = 64;
+}  // namespace
+
+NN_HOST_CLONES void column_sums(float *__restrict sums, const float *__restrict x, int64_t rows,
+                                int64_t cols, int64_t ld) {
+  for (int64_t c0 = 0; c0 < cols; c0 += kColumnBlock) {
+    const int64_t width = cols - c0 < kColumnBlock ? cols - c0 : kColumnBlock;
+    float s[kColumnBlock] = {};
+    if (width == kColumnBlock) {  // a constant trip count, which the vectorizer unrolls
+      for (int64_t n = 0; n < rows; ++n)
+        for (int j = 0; j < kColumnBlock; ++j)
+          s[j] += x[n * ld + c0 + j];
+    } else {
+      for (int64_t n = 0; n < rows; ++n)
+        for (int64_t j = 0; j < width; ++j)
+          s[j] += x[n * ld + c0 + j];
+    }
+    for (int64_t j = 0; j < width; ++j)
+      sums[c0 + j] = s[j];
+  }
+}
+
+NN_HOST_CLONES void layernorm_param_sums(float *__restrict dweight, float *__restrict dbias,
+                                         const float *__restrict dout, const float *__restrict inp,
+                                         const float *__restrict mean, const float *__restrict rstd,
+                                         int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t c0 = 0; c0 < cols; c0 += kColumnBlock) {
+    const int64_t width = cols - c0 < kColumnBlock ? cols - c0 : kColumnBlock;
+    float w[kColumnBlock] = {}, b[kColumnBlock] = {};
+    for (int64_t n = 0; n < rows; ++n) {
+      const float m = mean[n], r = rstd[n];
+      const float *d = dout + n * ld + c0, *x = inp + n * ld + c0;
+      if (width == kColumnBlock) {
+        for (int j = 0; j < kColumnBlock; ++j) {
+          w[j] += d[j] * (x[j] - m) * r;
+          b[j] += d[j];
+        }
+      } else {
+        for (int64_t j = 0; j < width; ++j) {
+          w[j] += d[j] * (x[j] - m) * r;
+          b[j] += d[j];
+        }
+      }
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      dweight[c0 + j] = w[j];
+      dbias[c0 + j] = b[j];
+    }
+  }
+}
+
 NN_HOST_CLONES int64_t first_max_index(const float *__restrict row, int64_t n) {
   if (n <= 0 || row[0] != row[0]) return 0;  // a NaN first: nothing compares greater
   // The largest value in independent lanes (a select per lane, which vectorizes; the

@@ -1,9 +1,11 @@
 #include <zerort/nn/layernorm.hpp>
 
+#include <algorithm>
 #include <type_traits>
 
 #include <zerort/nn/block_sum.hpp>
 #include <zerort/nn/column_sums.hpp>
+#include <zerort/nn/host_loops.hpp>
 
 namespace zrt::nn {
 
@@ -99,6 +101,22 @@ void layernorm_backward(Mat<T> dinp, Vec<T> dweight, Vec<T> dbias, CMat<T> dout,
         });
   }
   // dweight, dbias: each channel's rows summed in order (deterministic).
+  if constexpr (host_loops::taken_for<T>) {
+    // The same sums in the host's widest vectors (host_loops.hpp), by chunks of channels.
+    constexpr int kColumns = 256;
+    Kokkos::parallel_for("layernorm_backward_params", RangePolicy(0, (C + kColumns - 1) / kColumns),
+                         [=](int chunk) {
+                           const int c0 = chunk * kColumns, width = std::min(kColumns, C - c0);
+                           float w[kColumns], b[kColumns];
+                           host_loops::layernorm_param_sums(w, b, &dout(0, c0), &inp(0, c0),
+                                                            mean.data(), rstd.data(), N, width, C);
+                           for (int j = 0; j < width; ++j) {
+                             store_or_add(dweight(c0 + j), beta_param, w[j]);
+                             store_or_add(dbias(c0 + j), beta_param, b[j]);
+                           }
+                         });
+    return;
+  }
   column_sums<T, 2>(
       "layernorm_backward_params", N, C,
       KOKKOS_LAMBDA(int n, int c) {

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include <zerort/nn/column_sums.hpp>
+#include <zerort/nn/host_loops.hpp>
 
 namespace zrt::nn {
 
@@ -36,6 +37,19 @@ void matmul_backward(Mat<T> dinp, Mat<T> dweight, Vec<T> dbias, CMat<T> dout, CM
   gemm<T>("T", "N", T(1), dout, inp, beta_param, dweight);
   if (dbias.extent(0) > 0) {
     const int N = static_cast<int>(dout.extent(0)), OC = static_cast<int>(dout.extent(1));
+    if constexpr (host_loops::taken_for<T>) {
+      // The same sums in the host's widest vectors (host_loops.hpp), by chunks of columns.
+      constexpr int kColumns = 256;
+      Kokkos::parallel_for("matmul_backward_bias", RangePolicy(0, (OC + kColumns - 1) / kColumns),
+                           [=](int chunk) {
+                             const int c0 = chunk * kColumns, width = std::min(kColumns, OC - c0);
+                             float sums[kColumns];
+                             host_loops::column_sums(sums, &dout(0, c0), N, width, OC);
+                             for (int j = 0; j < width; ++j)
+                               store_or_add(dbias(c0 + j), beta_param, sums[j]);
+                           });
+      return;
+    }
     column_sums<T, 1>(
         "matmul_backward_bias", N, OC,
         KOKKOS_LAMBDA(int n, int o) { return Kokkos::Array<T, 1>{dout(n, o)}; },

@@ -193,11 +193,10 @@ TEST(Layers, FastExpIsWithinOneUlpOfExp) {
   EXPECT_EQ(fast_exp(0.5), std::exp(0.5));  // double goes to the library
 }
 
-// The bias and LayerNorm parameter gradients in float, over more columns than one host
-// block (64) and a ragged last block: each column's rows added in row order, bit for bit
-// what the one-thread-per-column walk gave, both overwriting (beta 0, over NaN) and adding.
-TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
-  const int N = 37, C = 130;
+namespace {
+void column_sums_in_order(int C) {
+  SCOPED_TRACE(C);
+  const int N = 37;
   std::mt19937_64 rng(12);
   using FBuf = DeviceBuffer<float>;
   FBuf dout(N * C), inp(N * C), w(C, 1.0f), b(C), mean(N), rstd(N), dinp(N * C);
@@ -230,6 +229,16 @@ TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
       EXPECT_EQ(dw.host[size_t(c)], want_w) << "LayerNorm weight column " << c;
     }
   }
+}
+}  // namespace
+
+// The bias and LayerNorm parameter gradients in float, over more columns than one host
+// block (64) and a ragged last block, and more than one host chunk of columns (256): each
+// column's rows added in row order, bit for bit what the one-thread-per-column walk gave,
+// both overwriting (beta 0, over NaN) and adding.
+TEST(Layers, ColumnSumsAddEachColumnsRowsInOrder) {
+  for (const int C : {130, 600})
+    column_sums_in_order(C);
 }
 
 // On the host, float GELU and the softmax's exp run in the widest vectors the CPU has

@@ -42,6 +42,17 @@ void exp_below_max(float *row, float max, int64_t n);
 /// empty row. The loss's accuracy over the vocabulary.
 int64_t first_max_index(const float *row, int64_t n);
 
+/// sums[c] = the sum of x[n * ld + c] over the rows n = 0 .. rows-1, in order, for c < cols:
+/// column_sums.hpp's reduction of one plain term (a linear layer's bias gradient), the same
+/// bits. The columns of x may be a part of wider rows (ld >= cols).
+void column_sums(float *sums, const float *x, int64_t rows, int64_t cols, int64_t ld);
+/// LayerNorm's parameter gradients' sums, as column_sums.hpp adds them: for c < cols,
+/// dweight[c] = the sum over rows n of dout[n, c] * (inp[n, c] - mean[n]) * rstd[n], and
+/// dbias[c] = the sum of dout[n, c]; rows of ld elements.
+void layernorm_param_sums(float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *mean, const float *rstd, int64_t rows, int64_t cols,
+                          int64_t ld);
+
 /// The copy the loader picked: "avx512f", "avx2" or "baseline" (for benchmarks' output).
 const char *isa();
 
