@@ -396,14 +396,15 @@ std::vector<float> OptimizerStep::lamb_rates(
     const std::vector<Piece> &pieces, const std::vector<std::pair<double, double>> &piece_sums,
     double lr) const {
   // A parameter's trust ratio needs its norms over all its pieces on all ranks, summed in
-  // rank order.
+  // rank order. A rank may hold several pieces of one parameter (one per bucket it spans),
+  // added in bucket order.
   const size_t np = static_cast<size_t>(params_.count()), n = static_cast<size_t>(nranks_);
   std::vector<double> sums(2 * np * n, 0.0);  // [owner][param][w, u]
   for (size_t i = 0; i < pieces.size(); ++i) {
     size_t at =
         (static_cast<size_t>(pieces[i].owner) * np + static_cast<size_t>(pieces[i].param)) * 2;
-    sums[at] = piece_sums[i].first;
-    sums[at + 1] = piece_sums[i].second;
+    sums[at] += piece_sums[i].first;
+    sums[at + 1] += piece_sums[i].second;
   }
   if (!stage_.updates_everything) {
     std::vector<double> mine(
