@@ -96,6 +96,8 @@ class OptimizerStep {
                       const std::function<void(int, const OptimRange &)> &kernel,
                       const std::function<void(const OwnedRange &)> &done = nullptr) const;
   void run_lamb(const AdamStep &base, double lr) const;
+  // lr times LAMB's trust ratio from a parameter's sums of squares of weights and update.
+  static float lamb_rate(double w_sq, double u_sq, double lr);
   void run_lamb_on_device(const AdamStep &base, double lr) const;
   // LAMB, host and device alike: base with param's weight decay, and each parameter's
   // learning rate times its trust ratio from the pieces' (|w|^2, |update|^2) sums.
