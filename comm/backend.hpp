@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "comm/coll_args.hpp"
 #include "runtime/gpu/memory_kind.hpp"
@@ -34,6 +35,22 @@ class SharedBuffers {
   virtual uint64_t number_of(const void *pointer) const = 0;
   // Local: the ranks that map every allocation (this rank's node, or its part of it).
   virtual int peers() const = 0;
+  // Local: where [mine, mine + bytes) lies in this rank's part of an allocation, as the
+  // allocation's number and the offset in the part; {kNone, 0} when it is not in one.
+  virtual std::pair<uint64_t, uint64_t> place_of(const void *mine, size_t bytes) const {
+    (void)mine;
+    (void)bytes;
+    return {kNone, 0};
+  }
+  // Local: peer r's part of the same allocation, at the same offset, as this process maps
+  // it (writable), or nullptr when mine is not in this rank's part or r's part is shorter.
+  // The engine's parameter owners write their updates there (param_push.hpp).
+  virtual char *peer_view(const void *mine, size_t bytes, int r) const {
+    (void)mine;
+    (void)bytes;
+    (void)r;
+    return nullptr;
+  }
 };
 
 class BackendOp {

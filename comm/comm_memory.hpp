@@ -50,6 +50,14 @@ class CommMemory {
   // The ranks that map each allocation in place (shared memory), or 0 when the memory is
   // private: then a collective on it reads nothing in place. Local.
   int shared_peers() const { return shared_ != nullptr ? shared_->peers() : 0; }
+  // SharedBuffers::place_of and peer_view on this memory (private memory: none). Local.
+  std::pair<uint64_t, uint64_t> place_of(const void *mine, size_t bytes) const {
+    return shared_ != nullptr ? shared_->place_of(mine, bytes)
+                              : std::pair<uint64_t, uint64_t>{SharedBuffers::kNone, 0};
+  }
+  char *peer_view(const void *mine, size_t bytes, int r) const {
+    return shared_ != nullptr ? shared_->peer_view(mine, bytes, r) : nullptr;
+  }
 
   // The watchdog failed the communicator: an abandoned collective may still write into
   // private memory and use the communicator, so both are left for MPI_Finalize.

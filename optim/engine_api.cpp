@@ -376,7 +376,10 @@ ZRT_API zrt_status_t zrt_engine_describe(zrt_engine_h engine, char *buf, size_t 
         {"settings", settings},
     };
     e.describe_comm(out["comm"]);
-    if (e.committed()) out["offload_share"] = e.offload_share();
+    if (e.committed()) {
+      out["offload_share"] = e.offload_share();
+      out["param_gather"] = e.param_gather();
+    }
     copy_out(out.dump(), buf, size, length_p);
     return ZRT_SUCCESS;
   });

@@ -307,6 +307,7 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step, bool device_o
       run_lamb_on_device(base, lr);
     } else {
       run_lamb(base, lr);
+      pushed_ = push_ != nullptr;
       if (state_.offload_to_host())
         for (const OwnedRange &o : owned_)
           copy_back(o);
@@ -315,7 +316,13 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step, bool device_o
   }
   // The device's ranges (a partial offload's, or all without offload) are queued on the
   // stream first, so that it works while the CPU updates its own.
-  const RangeKernel host = host_kernel(grad_scale, lr, step);
+  RangeKernel host = host_kernel(grad_scale, lr, step);
+  if (push_ != nullptr && !device_only) {
+    host = [this, update = std::move(host)](int param, const OptimRange &r) {
+      update_and_push(r, [&](const OptimRange &piece) { update(param, piece); });
+    };
+    pushed_ = true;  // on every rank alike, whatever it owns: the barrier after is collective
+  }
   if (!device_ranges_.empty()) for_each_range_on_device(device_kernel(grad_scale, lr, step));
   if (device_only || host_ranges_.empty()) return;
   // ZeRO-Offload: each range goes back to the device as soon as the CPU has updated it,
@@ -449,18 +456,38 @@ void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {
     for (size_t i = begin; i < end; ++i) {
       const AdamStep step = lamb_step(base, pieces[i].param);
       kernels_.lamb_moments(step, pieces[i].range, &piece_sums[i].first, &piece_sums[i].second);
-      if (whole(pieces[i]))
-        kernels_.lamb_apply(step, pieces[i].range,
-                            lamb_rate(piece_sums[i].first, piece_sums[i].second, lr));
+      if (whole(pieces[i])) {
+        const float rate = lamb_rate(piece_sums[i].first, piece_sums[i].second, lr);
+        update_and_push(pieces[i].range,
+                        [&](const OptimRange &r) { kernels_.lamb_apply(step, r, rate); });
+      }
     }
   });
   const std::vector<float> lr_trust = lamb_rates(pieces, piece_sums, lr);
   threads_.parallel_for(pieces.size(), 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
-      if (!whole(pieces[i]))
-        kernels_.lamb_apply(lamb_step(base, pieces[i].param), pieces[i].range,
-                            lr_trust[static_cast<size_t>(pieces[i].param)]);
+      if (!whole(pieces[i])) {
+        const AdamStep step = lamb_step(base, pieces[i].param);
+        const float rate = lr_trust[static_cast<size_t>(pieces[i].param)];
+        update_and_push(pieces[i].range,
+                        [&](const OptimRange &r) { kernels_.lamb_apply(step, r, rate); });
+      }
   });
+}
+
+void OptimizerStep::update_and_push(const OptimRange &r,
+                                    const std::function<void(const OptimRange &)> &update) const {
+  if (push_ == nullptr) {
+    update(r);
+    return;
+  }
+  // Every element goes through the same operations wherever a range is cut (kernels.hpp),
+  // so the pieces give the bits of the whole.
+  for (size_t at = 0; at < r.count; at += ParamPush::kPiece) {
+    const OptimRange piece = sub_range(r, at, std::min(ParamPush::kPiece, r.count - at));
+    update(piece);
+    push_->push(piece);
+  }
 }
 
 }  // namespace zrt

@@ -25,6 +25,7 @@
 #include "optim/kernels/kernels.hpp"
 #include "optim/kernels/thread_pool.hpp"
 #include "optim/model_state.hpp"
+#include "optim/param_push.hpp"
 #include "optim/param_registry.hpp"
 
 namespace zrt {
@@ -72,6 +73,12 @@ class OptimizerStep {
   // them itself: with ZeRO-Offload, waits for run()'s copies back to the device; every
   // compute copy after a checkpoint load (all = true). On the engine's stream on the device.
   void refresh_compute_copies(bool all);
+  // From here on, the host's updates of the fp32 parameters go to the peers too, a piece at
+  // a time (param_push.hpp); nullptr stops it. The push outlives the optimizer's runs.
+  void set_push(const ParamPush *push) { push_ = push; }
+  // Whether run() pushed its updates since the last call (then the all-gather after the
+  // step is done, but for ParamPush::finish).
+  bool take_pushed() { return std::exchange(pushed_, false); }
 
   // A parameter's part of an owned range.
   struct Piece {
@@ -87,6 +94,9 @@ class OptimizerStep {
 
  private:
   OptimRange sub_range(const OptimRange &r, size_t begin, size_t count) const;
+  // update(r), or with a push update() of each ParamPush::kPiece elements then its push.
+  void update_and_push(const OptimRange &r,
+                       const std::function<void(const OptimRange &)> &update) const;
   std::vector<Piece> param_pieces(const std::vector<OwnedRange> &ranges) const;
   RangeKernel make_kernel(float grad_scale, double lr, int64_t step, bool device) const;
   // Runs kernel(param, range) over the owned ranges given, on the threads; param is -1 when
@@ -113,6 +123,8 @@ class OptimizerStep {
   const EngineSettings &settings_;
   const KernelTable &kernels_;
   ThreadPool &threads_;
+  const ParamPush *push_ = nullptr;
+  bool pushed_ = false;
   MPI_Comm control_;
   EngineMemory &memory_;
   const bool on_device_;  // the device runs all the kernels (not offloaded)

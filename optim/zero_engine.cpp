@@ -183,6 +183,13 @@ void Engine::commit_agreed() {
     }
     memory_->synchronize();  // the zeroed buffers, before the program writes any
   });
+  // After the agreed part, which every rank passed: this agreement is collective too.
+  push_ = ParamPush::make(
+      *comm_, control_, state_.params(0), StageLayout::elements(stage_.params, layout_) * es,
+      !memory_->on_device() && stage_.gather_after_step && !settings_.mixed() &&
+          !state_.offload_to_host() && !speculative_ && state_.params_place() == Place::Shared);
+  optimizer_->set_push(push_.get());
+  if (push_) log::debug("engine: the owners write the updated parameters into the peers' buffers");
   committed_ = true;
   log::debug("engine committed: {} parameters, {} elements ({} padded) in {} buckets",
              param_count(), layout_.unpadded(), layout_.total(), layout_.buckets().size());
@@ -203,6 +210,7 @@ void Engine::reset_parts() {
   if (reducer_) reducer_->set_offload_hooks({}, {});
   speculative_.reset();  // after the updates it runs
   optimizer_.reset();
+  push_.reset();
   gatherer_.reset();
   reducer_.reset();
 }
@@ -570,7 +578,7 @@ StepReport Engine::step(const std::function<void()> &check) {
     }
   }
   optimizer_->refresh_compute_copies(false);
-  refresh_params();
+  refresh_params(optimizer_->take_pushed());
 
   reducer_->end_accumulation();
   cpu_times();
@@ -591,8 +599,10 @@ StepReport Engine::step(const std::function<void()> &check) {
   return report;
 }
 
-void Engine::refresh_params() {
-  if (stage_.gather_after_step)
+void Engine::refresh_params(bool pushed) {
+  if (stage_.gather_after_step && pushed)
+    push_->finish(control_, layout_, settings_.dtype, comm_stats_);
+  else if (stage_.gather_after_step)
     all_gather_updated_params(*comm_, *memory_, layout_, state_, settings_.dtype,
                               settings_.allgather_bucket_bytes, comm_stats_, step_);
   if (gatherer_) gatherer_->drop_all();

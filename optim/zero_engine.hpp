@@ -38,6 +38,7 @@
 #include "optim/model_state.hpp"
 #include "optim/optimizer_step.hpp"
 #include "optim/param_gatherer.hpp"
+#include "optim/param_push.hpp"
 #include "optim/param_registry.hpp"
 #include "optim/pending_save.hpp"
 #include "optim/speculative_step.hpp"
@@ -122,6 +123,14 @@ class Engine {
   void describe_comm(nlohmann::json &out) const { comm_->describe(out); }
   // The ranks mapping the engine's node-shared window; 0: it has none.
   int memory_shared_ranks() const { return memory_->shared_peers(); }
+  // How every rank gets the updated parameters (zrt_engine_describe's param_gather):
+  // "owners_write" (param_push.hpp), "all_gather" (stages 1-2), "on_use" (stage 3), "none".
+  const char *param_gather() const {
+    return push_                      ? "owners_write"
+           : stage_.gather_after_step ? "all_gather"
+           : stage_.gather_on_use     ? "on_use"
+                                      : "none";
+  }
   // Buffers meant for that window that went to host memory (it was full).
   uint64_t memory_shared_fallbacks() const { return memory_->shared_fallbacks(); }
   // Overrides the engine's weight decay for one parameter (biases, norms: often 0).
@@ -197,7 +206,9 @@ class Engine {
   // What an update made now depends on (SpeculativeStep::Key), for the step's grad scale.
   SpeculativeStep::Key update_key(double unscale) const;
   // After the optimizer changed the weights: the parameters every rank computes with.
-  void refresh_params();
+  // Every rank's parameters after an update: the all-gather, or with pushed (the optimizer
+  // wrote them into the peers' buffers, param_push.hpp) the barrier that ends it.
+  void refresh_params(bool pushed = false);
   // Collective: the node-shared window for the collectives' buffers, when the settings and
   // the backend call for one (engine.shared_buffers).
   void share_buffers();
@@ -230,6 +241,7 @@ class Engine {
   ModelState state_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3 only
+  std::unique_ptr<ParamPush> push_;          // stages 1-2 on one node (param_push.hpp), or null
   std::unique_ptr<OptimizerStep> optimizer_;
   std::unique_ptr<SpeculativeStep> speculative_;  // engine.offload_step during_backward
   // Its back-off after redone steps: consecutive redos, the first step it speculates

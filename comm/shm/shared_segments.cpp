@@ -191,6 +191,19 @@ const char *SharedSegments::peer(Location where, int r, size_t bytes) const {
   return it->second.base[static_cast<size_t>(r)] + where.offset;
 }
 
+std::pair<uint64_t, uint64_t> SharedSegments::place_of(const void *mine, size_t bytes) const {
+  const Location at = locate(mine, bytes);
+  return {at.segment, at.offset};
+}
+
+char *SharedSegments::peer_view(const void *mine, size_t bytes, int r) const {
+  const Location at = locate(mine, bytes);
+  if (at.segment == kNone) return nullptr;
+  // The window maps every part read-write (MPI_Win_allocate_shared); peer() hands out the
+  // const view the collectives read through.
+  return const_cast<char *>(peer(at, r, bytes));
+}
+
 size_t SharedSegments::segments() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return segments_.size();

@@ -43,6 +43,8 @@ class SharedSegments final : public SharedBuffers {
   void free(void *pointer) override;
   uint64_t number_of(const void *pointer) const override;
   int peers() const override { return size_; }
+  std::pair<uint64_t, uint64_t> place_of(const void *mine, size_t bytes) const override;
+  char *peer_view(const void *mine, size_t bytes, int r) const override;
 
   struct Location {
     uint64_t segment = kNone;  // kNone: not in a shared segment

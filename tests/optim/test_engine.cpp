@@ -727,6 +727,13 @@ TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
       EXPECT_EQ(b.node_shared_ranks, 0);
       EXPECT_EQ(a.node_shared_ranks, expected_ranks);
       EXPECT_EQ(mine.describe["node_shared_ranks"], expected_ranks);
+      // Stages 1-2 in fp32 with one window over all the ranks: the owners write their
+      // updates into the peers' buffers, with the bits of the all-gather (param_push.hpp).
+      const bool pushes =
+          stage == 1 || stage == 2 ? dt == ZRT_DTYPE_FP32 && expected_ranks == test::size() : false;
+      const char *gather = stage == 0 ? "none" : stage == 3 ? "on_use" : "all_gather";
+      EXPECT_EQ(mine.describe["param_gather"], pushes ? "owners_write" : gather);
+      EXPECT_EQ(own.describe["param_gather"], gather);
       // The window holds all it was sized for; at stage 3 the resident groups beyond the two
       // it keeps room for go to host memory, as often as they are gathered again.
       if (stage < 3) {
