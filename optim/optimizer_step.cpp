@@ -475,6 +475,18 @@ void OptimizerStep::run_lamb(const AdamStep &base, double lr) const {
   });
 }
 
+bool OptimizerStep::updates_within(const char *base, size_t bytes) const {
+  if (on_device_ || !device_ranges_.empty()) return false;
+  for (const OwnedRange &o : owned_) {
+    const OptimRange r = state_.range(o);
+    const char *w = reinterpret_cast<const char *>(r.weights);
+    const size_t n = r.count * sizeof(float);
+    if (r.count > 0 && (w < base || n > bytes || static_cast<size_t>(w - base) > bytes - n))
+      return false;
+  }
+  return true;
+}
+
 void OptimizerStep::update_and_push(const OptimRange &r,
                                     const std::function<void(const OptimRange &)> &update) const {
   if (push_ == nullptr) {

@@ -76,6 +76,9 @@ class OptimizerStep {
   // From here on, the host's updates of the fp32 parameters go to the peers too, a piece at
   // a time (param_push.hpp); nullptr stops it. The push outlives the optimizer's runs.
   void set_push(const ParamPush *push) { push_ = push; }
+  // Whether the host updates every owned range's fp32 weights inside [base, base + bytes)
+  // (where a push may copy them from). Local.
+  bool updates_within(const char *base, size_t bytes) const;
   // Whether run() pushed its updates since the last call (then the all-gather after the
   // step is done, but for ParamPush::finish).
   bool take_pushed() { return std::exchange(pushed_, false); }

@@ -1,10 +1,10 @@
 #include "optim/param_push.hpp"
 
+#include <cassert>
 #include <cstdint>
 
 #include "comm/streaming_copy.hpp"
 #include "runtime/agree.hpp"
-#include "runtime/error.hpp"
 
 namespace zrt {
 
@@ -18,6 +18,8 @@ std::unique_ptr<ParamPush> ParamPush::make(Communicator &comm, MPI_Comm control,
   std::vector<char *> peers;
   if (eligible) {
     place = memory.place_of(params, params_bytes);
+    // The window's ranks in the communicator's order: this rank's own view is its buffer.
+    eligible = memory.peer_view(params, params_bytes, me) == params;
     for (int r = 0; r < n && eligible; ++r) {
       if (r == me) continue;
       char *view = memory.peer_view(params, params_bytes, r);
@@ -37,10 +39,13 @@ std::unique_ptr<ParamPush> ParamPush::make(Communicator &comm, MPI_Comm control,
 }
 
 void ParamPush::push(const OptimRange &r) const {
+  // Inside the buffer: the engine makes a push only for an optimizer whose every range's
+  // weights are in it (OptimizerStep::updates_within). No throw here: this runs on the
+  // optimizer's worker threads.
   const char *from = reinterpret_cast<const char *>(r.weights);
   const size_t bytes = r.count * sizeof(float);
-  if (from < params_ || bytes > bytes_ || static_cast<size_t>(from - params_) > bytes_ - bytes)
-    fail(ZRT_ERR_INTERNAL, "the optimizer updated weights outside the parameter buffer");
+  assert(from >= params_ && bytes <= bytes_ &&
+         static_cast<size_t>(from - params_) <= bytes_ - bytes);
   const size_t at = static_cast<size_t>(from - params_);
   for (char *peer : peers_)
     copy_streaming(peer + at, from, bytes);

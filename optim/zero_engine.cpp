@@ -184,10 +184,12 @@ void Engine::commit_agreed() {
     memory_->synchronize();  // the zeroed buffers, before the program writes any
   });
   // After the agreed part, which every rank passed: this agreement is collective too.
-  push_ = ParamPush::make(
-      *comm_, control_, state_.params(0), StageLayout::elements(stage_.params, layout_) * es,
-      !memory_->on_device() && stage_.gather_after_step && !settings_.mixed() &&
-          !state_.offload_to_host() && !speculative_ && state_.params_place() == Place::Shared);
+  const size_t params_bytes = StageLayout::elements(stage_.params, layout_) * es;
+  push_ = ParamPush::make(*comm_, control_, state_.params(0), params_bytes,
+                          !memory_->on_device() && stage_.gather_after_step && !settings_.mixed() &&
+                              !state_.offload_to_host() && !speculative_ &&
+                              state_.params_place() == Place::Shared &&
+                              optimizer_->updates_within(state_.params(0), params_bytes));
   optimizer_->set_push(push_.get());
   if (push_) log::debug("engine: the owners write the updated parameters into the peers' buffers");
   committed_ = true;

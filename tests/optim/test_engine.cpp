@@ -748,6 +748,30 @@ TEST(Engine, SharedBuffersGiveTheBitsOfPrivateOnes) {
       }
       EXPECT_EQ(direct_phases(own.describe["comm"]), 0u);
     }
+  // The owners' writes from each update path, against the all-gather: LAMB (parameters held
+  // in one piece written early, the others after the ranks' sums), SGD, and per-parameter
+  // decay (pieces instead of whole owned ranges, the buckets' padding not written).
+  for (zrt_optimizer_t opt : {ZRT_OPTIMIZER_LAMB, ZRT_OPTIMIZER_SGD})
+    for (bool no_bias_decay : {false, true})
+      for (int stage : {1, 2}) {
+        SCOPED_TRACE(fmt::format("optimizer {} stage {} no_bias_decay {}", static_cast<int>(opt),
+                                 stage, no_bias_decay));
+        RunSpec run;
+        run.optimizer = opt;
+        run.stage = stage;
+        run.deterministic = true;
+        run.steps = 3;
+        run.no_bias_decay = no_bias_decay;
+        if (opt == ZRT_OPTIMIZER_SGD) run.momentum = 0.9;
+        Result mine, own;
+        train(run, &mine);
+        run.shared = 0;
+        train(run, &own);
+        EXPECT_TRUE(bitwise_equal(mine, own));
+        EXPECT_EQ(
+            mine.describe["param_gather"],
+            expected_ranks > 1 && expected_ranks == test::size() ? "owners_write" : "all_gather");
+      }
   // A parameter of 1 MiB in buckets of 256 KiB, so that the collectives are large enough
   // for the node's backend (smaller ones go to MPI), outside deterministic mode, where
   // hier's reductions start inside the node and read the buckets in place (in deterministic
