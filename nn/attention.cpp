@@ -96,11 +96,7 @@ void attention_forward(Mat<T> out, Vec<T> qkvp, Vec<T> att, Vec<T> yp, CMat<T> q
       T maxv = Kokkos::reduction_identity<T>::max();
       for (int t2 = 0; t2 < keys; ++t2)
         if (a[t2] > maxv) maxv = a[t2];
-      if constexpr (host_loops::taken_for<T>)
-        host_loops::exp_below_max(a, maxv, keys);
-      else
-        for (int t2 = 0; t2 < keys; ++t2)
-          a[t2] = softmax_exp(a[t2], maxv);
+      host_softmax_exp(a, maxv, keys);
       const T inv = T(1) / block_sum<T>(keys, [a](int64_t t2) { return a[t2]; });
       for (int t2 = 0; t2 < T_; ++t2)
         a[t2] = t2 < keys ? a[t2] * inv : T(0);

@@ -307,7 +307,6 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step, bool device_o
       run_lamb_on_device(base, lr);
     } else {
       run_lamb(base, lr);
-      pushed_ = push_ != nullptr;
       if (state_.offload_to_host())
         for (const OwnedRange &o : owned_)
           copy_back(o);
@@ -321,7 +320,6 @@ void OptimizerStep::run(float grad_scale, double lr, int64_t step, bool device_o
     host = [this, update = std::move(host)](int param, const OptimRange &r) {
       update_and_push(r, [&](const OptimRange &piece) { update(param, piece); });
     };
-    pushed_ = true;  // on every rank alike, whatever it owns: the barrier after is collective
   }
   if (!device_ranges_.empty()) for_each_range_on_device(device_kernel(grad_scale, lr, step));
   if (device_only || host_ranges_.empty()) return;

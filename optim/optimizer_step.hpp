@@ -79,9 +79,6 @@ class OptimizerStep {
   // Whether the host updates every owned range's fp32 weights inside [base, base + bytes)
   // (where a push may copy them from). Local.
   bool updates_within(const char *base, size_t bytes) const;
-  // Whether run() pushed its updates since the last call (then the all-gather after the
-  // step is done, but for ParamPush::finish).
-  bool take_pushed() { return std::exchange(pushed_, false); }
 
   // A parameter's part of an owned range.
   struct Piece {
@@ -127,7 +124,6 @@ class OptimizerStep {
   const KernelTable &kernels_;
   ThreadPool &threads_;
   const ParamPush *push_ = nullptr;
-  bool pushed_ = false;
   MPI_Comm control_;
   EngineMemory &memory_;
   const bool on_device_;  // the device runs all the kernels (not offloaded)

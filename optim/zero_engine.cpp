@@ -580,7 +580,9 @@ StepReport Engine::step(const std::function<void()> &check) {
     }
   }
   optimizer_->refresh_compute_copies(false);
-  refresh_params(optimizer_->take_pushed());
+  // With a push the update above was the optimizer's run (push_ rules out the speculative
+  // step), which wrote every rank's slices: only the barrier is left.
+  refresh_params(/*pushed=*/push_ != nullptr);
 
   reducer_->end_accumulation();
   cpu_times();

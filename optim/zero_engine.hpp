@@ -205,9 +205,9 @@ class Engine {
   void undo_speculation();
   // What an update made now depends on (SpeculativeStep::Key), for the step's grad scale.
   SpeculativeStep::Key update_key(double unscale) const;
-  // After the optimizer changed the weights: the parameters every rank computes with.
-  // Every rank's parameters after an update: the all-gather, or with pushed (the optimizer
-  // wrote them into the peers' buffers, param_push.hpp) the barrier that ends it.
+  // After the optimizer changed the weights, every rank's parameters: the all-gather,
+  // or with pushed (the optimizer wrote them into the peers' buffers, param_push.hpp)
+  // the barrier that ends it.
   void refresh_params(bool pushed = false);
   // Collective: the node-shared window for the collectives' buffers, when the settings and
   // the backend call for one (engine.shared_buffers).

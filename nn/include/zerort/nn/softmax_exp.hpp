@@ -21,6 +21,18 @@ KOKKOS_INLINE_FUNCTION T softmax_exp(T x, T max) {
   return d < T(-60) ? T(0) : e;
 }
 
+/// row[i] = softmax_exp(row[i], max) for i < n by the calling thread, in a host execution
+/// space: float in the host's widest vectors (host_loops::exp_below_max), others in a loop.
+template <class T>
+inline void host_softmax_exp(T *row, T max, int64_t n) {
+  if constexpr (host_loops::taken_for<T>) {
+    host_loops::exp_below_max(row, max, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      row[i] = softmax_exp(row[i], max);
+  }
+}
+
 /// row[i] = softmax_exp(row[i], max) for i < n by a team, then a team barrier (the sum that
 /// follows reads what the team's other threads wrote): on the host (host_loops::taken_for)
 /// in its widest vectors by one thread, host teams being one thread (Kokkos::AUTO); on a
