@@ -20,6 +20,9 @@ struct Watches {
   std::map<MPI_Comm, AgreementWatch *> by_comm;
 };
 
+// SetupDeadline's timeout for this thread; 0 while none is set.
+thread_local double t_setup_deadline = 0;
+
 Watches &watches() {
   static Watches *w = new Watches;  // never destroyed: used until the last owner goes
   return *w;
@@ -38,6 +41,14 @@ void pause_after(double waited) {
 }
 
 }  // namespace
+
+SetupDeadline::SetupDeadline(double timeout) : previous_(t_setup_deadline) {
+  t_setup_deadline = timeout;
+}
+
+SetupDeadline::~SetupDeadline() {
+  t_setup_deadline = previous_;
+}
 
 AgreementWatch::AgreementWatch(MPI_Comm comm, double timeout, std::shared_ptr<Breakage> breakage)
     : comm_(comm), timeout_(timeout), breakage_(std::move(breakage)) {
@@ -100,6 +111,7 @@ void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
     oldest.what = fmt::format("{} #{}{}{}", what, oldest.seq, *function ? " in " : "", function);
   }
   const double start = Watchdog::now();
+  const double unwatched_limit = watch == nullptr ? t_setup_deadline : 0;
   oldest.posted_at = start;
   double last_watch = start;
   for (;;) {
@@ -114,6 +126,17 @@ void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
     if (done) return;
     if (progress) progress();
     const double now = Watchdog::now();
+    if (unwatched_limit > 0 && now - start >= unwatched_limit) {
+      bury(std::move(buffer));
+      *request = MPI_REQUEST_NULL;  // MPI keeps the operation; it is never waited on again
+      const std::string message = fmt::format(
+          "{} did not complete within {:g} s (comm.timeout): a rank of the communicator did "
+          "not arrive (one that died or stopped before this call: the launcher's log names "
+          "it); the ranks are out of step",
+          what, unwatched_limit);
+      log::error("{}", message);
+      throw Error(ZRT_ERR_TIMEOUT, message);
+    }
     if (watch != nullptr && watch->watchdog_ && now - last_watch >= 1e-3) {
       last_watch = now;
       std::lock_guard lock(watch->mutex_);

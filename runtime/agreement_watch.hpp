@@ -14,7 +14,10 @@
 //
 // The owner of the communicator (the context, an engine) creates the watch right after the
 // communicator; the waits find it by the MPI_Comm. Waits on a communicator without one
-// still yield the core while they wait, but have no deadline.
+// still yield the core while they wait, and have no deadline unless the thread set one
+// (SetupDeadline): zrt_init's first meetings on the caller's communicator, before any
+// watch exists, where a rank that died before zrt_init (a crash in MPI's start, say, under
+// an srun without --kill-on-bad-exit) would otherwise hold the others for ever.
 //
 // A watch made with its context's Breakage (runtime/breakage.hpp) marks the context broken
 // when it fails or when MPI fails under one of its waits, and fails every wait at once,
@@ -68,6 +71,22 @@ class AgreementWatch {
   std::string failure_;
 };
 
+// While one lives, this thread's waits on communicators without a watch fail with
+// ZRT_ERR_TIMEOUT after timeout seconds (0: no deadline). The ranks that arrived cannot
+// name the ones that did not (no channel exists yet to ask them): the message says what
+// was waited for and for how long. The ranks are then out of step: the caller must end
+// the job with MPI_Abort, as MPI_Finalize would wait for the missing rank.
+class SetupDeadline {
+ public:
+  explicit SetupDeadline(double timeout);
+  ~SetupDeadline();
+  SetupDeadline(const SetupDeadline &) = delete;
+  SetupDeadline &operator=(const SetupDeadline &) = delete;
+
+ private:
+  double previous_;
+};
+
 // Throws what wait_watched would throw at once (comm's watch failed earlier, or its
 // context is broken) without waiting: called before an operation is posted, so that none is
 // left in MPI for a communicator its owner may then free. Local.
@@ -76,8 +95,9 @@ void check_watched(MPI_Comm comm, const char *what);
 // Waits for request, an operation on comm that every rank of comm takes part in, calling
 // progress() (if given) between tests and yielding the core. what names it ("agreement
 // on status"). Under comm's watch, past its timeout it throws Error(ZRT_ERR_TIMEOUT) with
-// the verdict; buffer (what the operation may still write) is then buried, not freed.
-// Throws at once when the watch failed earlier.
+// the verdict; without one, past this thread's SetupDeadline, if any. buffer (what the
+// operation may still write) is then buried, not freed. Throws at once when the watch
+// failed earlier.
 void wait_watched(MPI_Comm comm, MPI_Request *request, const char *what,
                   const std::function<void()> &progress, std::unique_ptr<char[]> &buffer);
 

@@ -1,6 +1,7 @@
 #include "runtime/runtime_context.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include "runtime/agree.hpp"
@@ -114,14 +115,29 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     int inter = 0;
     check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter(comm)");
     if (inter) fail(ZRT_ERR_INVALID_ARGUMENT, "comm is an inter-communicator");
-    comm_ = MpiComm::dup(user_comm, "MPI_Comm_dup(comm)");
+    // The configuration is read here first, alone, for comm.timeout: the meetings below
+    // come before any watch, and a rank that died before zrt_init must not hold the
+    // others for ever. Whether it is valid everywhere is agreed after the duplicate.
+    std::exception_ptr config_error;
+    try {
+      config_ = Config::resolve(ConfigSchema::library(), "", settings, environ);
+    } catch (const Error &) {
+      config_error = std::current_exception();
+    }
+    // A rank whose configuration failed fails the agreement below; until then it waits
+    // as long as the default lets it.
+    SetupDeadline deadline(
+        config_error ? std::stod(ConfigSchema::library().find("comm.timeout")->default_value)
+                     : config_.get_double("comm.timeout"));
+    comm_ = MpiComm::dup(user_comm, "MPI_Comm_dup(comm) in zrt_init");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     log::set_rank(rank_, size_);
 
     // A configuration error on one rank (say, a file only some nodes see) fails all.
-    run_agreed(comm_,
-               [&] { config_ = Config::resolve(ConfigSchema::library(), "", settings, environ); });
+    run_agreed(comm_, [&] {
+      if (config_error) std::rethrow_exception(config_error);
+    });
     // From here on every agreement on comm_ has comm.timeout as its deadline.
     comm_watch_ =
         std::make_unique<AgreementWatch>(comm_, config_.get_double("comm.timeout"), breakage_);
@@ -146,15 +162,32 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     }
     log::info("initialized: {} ranks on {} nodes, local rank {}/{}, binding {}", size_,
               layout.node_count, layout.local_rank, layout.local_size, topology_->binding());
+  } catch (const Error &e) {
+    undo_setup(e.status() == ZRT_ERR_TIMEOUT || breakage_->broken());
+    throw;
   } catch (...) {
-    while (!parts_.empty())
-      parts_.pop_back();
-    topology_.reset();
-    node_comm_.reset();
-    comm_.reset();  // before MPI may be finalized
-    mpi_release(owns_mpi_);
+    undo_setup(false);
     throw;
   }
+}
+
+void Context::undo_setup(bool out_of_step) noexcept {
+  while (!parts_.empty())
+    parts_.pop_back();
+  topology_.reset();
+  comm_watch_.reset();
+  if (out_of_step) {
+    // A meeting timed out: MPI may still run it, and MPI_Finalize would wait for the rank
+    // that never came. Both are left to the caller's MPI_Abort.
+    node_comm_.abandon();
+    comm_.abandon();
+  }
+  node_comm_.reset();
+  comm_.reset();  // before MPI may be finalized
+  if (out_of_step && owns_mpi_)
+    mpi_abandon();
+  else
+    mpi_release(owns_mpi_);
 }
 
 Context::~Context() {

@@ -77,6 +77,9 @@ class Context {
   uintptr_t handle = 0;  // this context's own handle value
 
  private:
+  // Releases what a failed constructor made; out_of_step after a meeting timed out.
+  void undo_setup(bool out_of_step) noexcept;
+
   std::shared_ptr<Breakage> breakage_ = std::make_shared<Breakage>();
   MpiComm comm_;
   std::unique_ptr<AgreementWatch> comm_watch_;  // deadlines for the agreements on comm_

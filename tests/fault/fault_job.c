@@ -4,6 +4,9 @@
  *             [--save DIR] [--load FILE]
  * Modes:
  *   none             train; every rank prints "rank R: done"
+ *   init-stop        the victim stops itself (SIGSTOP) just before zrt_init
+ *   init-kill        the victim kills itself (SIGKILL) just before zrt_init, as a rank that
+ *                    crashed in MPI's start-up under a launcher that keeps the others
  *   step-stop        the victim stops itself (SIGSTOP) just before zrt_engine_step
  *   save-stop        the victim stops itself just before zrt_checkpoint_save (DIR/ckpt.h5)
  *   async-save-stop  every rank starts zrt_checkpoint_save_post, then the victim stops
@@ -25,8 +28,9 @@
  * A rank whose call fails prints "rank R: FAILED <status>: <message>", then releases its
  * engine and context as any program does on an error (printing "rank R: released in S s"
  * with what zrt_engine_destroy and zrt_finalize returned). When zrt_finalize says the
- * ranks are out of step (after a timeout), it ends the job with MPI_Abort, as a program
- * must; otherwise every rank failed alike and it exits 2. */
+ * ranks are out of step (after a timeout), or zrt_init timed out (a rank never came), it
+ * ends the job with MPI_Abort, as a program must; otherwise every rank failed alike and it
+ * exits 2. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <zerort/zerort.h>
@@ -59,7 +63,7 @@ static void failed(zrt_status_t st, const char *what) {
          finalized == ZRT_SUCCESS ? "" : ": ",
          finalized == ZRT_SUCCESS ? "" : zrt_last_error_message());
   fflush(stdout);
-  if (finalized != ZRT_SUCCESS) {
+  if (finalized != ZRT_SUCCESS || (g_ctx == NULL && st == ZRT_ERR_TIMEOUT)) {
     sleep(1); /* let the other survivors print theirs */
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
@@ -162,6 +166,8 @@ int main(int argc, char **argv) {
   const int victim = g_rank == o.victim;
   char path[4096];
 
+  if (victim && is(&o, "init-stop")) stop_here();
+  if (victim && is(&o, "init-kill")) raise(SIGKILL);
   CALL(zrt_init(MPI_COMM_WORLD, NULL, &g_ctx));
 
   zrt_engine_params_t ep;

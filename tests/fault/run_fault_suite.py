@@ -108,7 +108,8 @@ def survivors_name(case, output, ranks, victim, pattern):
               f"rank {r}'s message does not match /{pattern}/: {line}", output)
 
 
-def stuck_rank(case, mode, np=4, victim=2, mpi_args=(), pattern=None, nonzero=True):
+def stuck_rank(case, mode, np=4, victim=2, mpi_args=(), pattern=None, nonzero=True,
+               named=True):
     env = {"ZRT_COMM_TIMEOUT": str(TIMEOUT)}
     rc, out, seconds = run(np, [mode, "--victim", str(victim), "--at", "3"], env,
                            limit=TIMEOUT + GRACE + 60, mpi_args=mpi_args)
@@ -121,7 +122,8 @@ def stuck_rank(case, mode, np=4, victim=2, mpi_args=(), pattern=None, nonzero=Tr
           out)
     survivors_name(case, out, range(np), victim,
                    pattern or rf"ZRT_ERR_TIMEOUT|timed out|did not complete within.*rank {victim}")
-    print(f"ok [{case}]: every survivor failed in {seconds:.1f} s naming rank {victim}")
+    print(f"ok [{case}]: every survivor failed in {seconds:.1f} s" +
+          (f" naming rank {victim}" if named else ""))
 
 
 def case_step_stop():
@@ -141,6 +143,23 @@ def case_kill():
     # the time to exit are what count.
     stuck_rank("kill", "kill", mpi_args=("--mca", "orte_enable_recovery", "1"),
                pattern=r"did not complete within 4 s: rank 2 did not answer", nonzero=False)
+
+
+def case_init_stop():
+    # zrt_init's first meeting comes before any watch: a deadline of its own, no verdict
+    # (the survivors cannot ask a rank that never came), the job ended by MPI_Abort.
+    stuck_rank("init-stop", "init-stop",
+               pattern=r"FAILED timed out: .*MPI_Comm_dup\(comm\) in zrt_init did not "
+                       r"complete within 4 s: a rank of the communicator did not arrive",
+               named=False)
+
+
+def case_init_kill():
+    # A rank dead before zrt_init (a crash in MPI_Init) under a launcher that keeps the
+    # others, as srun does without --kill-on-bad-exit.
+    stuck_rank("init-kill", "init-kill", mpi_args=("--mca", "orte_enable_recovery", "1"),
+               pattern=r"FAILED timed out: .*MPI_Comm_dup\(comm\) in zrt_init did not "
+                       r"complete within 4 s", nonzero=False, named=False)
 
 
 def case_settings():
@@ -489,6 +508,8 @@ CASES = {
     "step-stop": case_step_stop,
     "collective-stop": case_collective_stop,
     "kill": case_kill,
+    "init-stop": case_init_stop,
+    "init-kill": case_init_kill,
     "settings": case_settings,
     "register-fail": case_register_fail,
     "load-fail": case_load_fail,

@@ -94,8 +94,10 @@ int trainer_main(int argc, char **argv, const char *program, CLI::App &app,
   {
     before_context();
     zrt_context_h ctx = nullptr;
-    if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
+    if (const zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx); st != ZRT_SUCCESS) {
       fmt::print(stderr, "{}: rank {}: {}\n", program, rank, zrt_last_error_message());
+      // A rank that never came (dead before zrt_init): MPI_Finalize would wait for it.
+      if (st == ZRT_ERR_TIMEOUT) MPI_Abort(MPI_COMM_WORLD, 1);
       rc = 1;
     } else {
       // Kokkos starts once zerort knows the rank's GPU (a CUDA build computes there), and

@@ -260,6 +260,8 @@ int main(int argc, char **argv) {
   if (st != ZRT_SUCCESS) {
     std::fprintf(stderr, "zrt-info: rank %d: %s (%s)\n", rank, zrt_last_error_message(),
                  zrt_status_string(st));
+    // A rank that never came (dead before zrt_init): MPI_Finalize would wait for it.
+    if (st == ZRT_ERR_TIMEOUT) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Finalize();
     return 1;
   }

@@ -191,8 +191,10 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   zrt_context_h ctx = nullptr;
-  if (zrt_init(MPI_COMM_WORLD, nullptr, &ctx) != ZRT_SUCCESS) {
+  if (const zrt_status_t st = zrt_init(MPI_COMM_WORLD, nullptr, &ctx); st != ZRT_SUCCESS) {
     std::fprintf(stderr, "zrt-model: %s\n", zrt_last_error_message());
+    // A rank that never came (dead before zrt_init): MPI_Finalize would wait for it.
+    if (st == ZRT_ERR_TIMEOUT) MPI_Abort(MPI_COMM_WORLD, 1);
   } else {
     try {
       rc = run(o, ctx, rank, ranks);

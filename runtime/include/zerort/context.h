@@ -93,6 +93,11 @@ ZRT_API zrt_status_t zrt_init_versioned(uint32_t api_version, MPI_Comm comm,
  * environment variables. An unknown key or a bad value fails with ZRT_ERR_CONFIG and a
  * message naming the key and the accepted values.
  *
+ * Every rank of @p comm must call it: one that does not arrive within comm.timeout
+ * (ZRT_COMM_TIMEOUT; a rank that died or stopped before it, say) fails the others with
+ * ZRT_ERR_TIMEOUT. The ranks are then out of step: end the job with MPI_Abort, since
+ * MPI_Finalize would wait for the missing rank.
+ *
  * @param comm   an intra-communicator; MPI_COMM_WORLD may be passed before MPI_Init.
  * @param params may be NULL (all defaults).
  * @param[out] context_p the new context; written only on success.
