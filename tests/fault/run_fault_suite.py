@@ -150,8 +150,8 @@ def case_init_stop():
     # (the survivors cannot ask a rank that never came), the job ended by MPI_Abort.
     stuck_rank("init-stop", "init-stop",
                pattern=r"FAILED timed out: .*MPI_Comm_dup\(comm\) in zrt_init did not "
-                       r"complete within 4 s: a rank of the communicator did not arrive",
-               named=False)
+                       r"complete within 4 s \(comm\.timeout\): a rank of the communicator "
+                       r"did not arrive", named=False)
 
 
 def case_init_kill():
