@@ -163,40 +163,23 @@ Context::Context(MPI_Comm user_comm, const zrt_init_params_t *params) {
     log::info("initialized: {} ranks on {} nodes, local rank {}/{}, binding {}", size_,
               layout.node_count, layout.local_rank, layout.local_size, topology_->binding());
   } catch (const Error &e) {
-    undo_setup(e.status() == ZRT_ERR_TIMEOUT || breakage_->broken());
+    release(e.status() == ZRT_ERR_TIMEOUT);
     throw;
   } catch (...) {
-    undo_setup(false);
+    release(false);
     throw;
   }
 }
 
-void Context::undo_setup(bool out_of_step) noexcept {
-  while (!parts_.empty())
-    parts_.pop_back();
-  topology_.reset();
-  comm_watch_.reset();
-  if (out_of_step) {
-    // A meeting timed out: MPI may still run it, and MPI_Finalize would wait for the rank
-    // that never came. Both are left to the caller's MPI_Abort.
-    node_comm_.abandon();
-    comm_.abandon();
-  }
-  node_comm_.reset();
-  comm_.reset();  // before MPI may be finalized
-  if (out_of_step && owns_mpi_)
-    mpi_abandon();
-  else
-    mpi_release(owns_mpi_);
-}
-
-Context::~Context() {
+void Context::release(bool timed_out) noexcept {
   while (!parts_.empty())
     parts_.pop_back();  // reverse order of creation
   topology_.reset();
-  // After an agreement timed out, MPI may still run it on comm_: give comm_ up (MPI_Finalize
-  // reclaims it) rather than free it under a pending collective.
-  const bool keep = breakage_->broken() || (comm_watch_ && !comm_watch_->failure().empty());
+  // After an agreement or a meeting of the set-up timed out, MPI may still run it on
+  // comm_: give comm_ up (MPI_Finalize reclaims it) rather than free it under a pending
+  // operation.
+  const bool keep =
+      timed_out || breakage_->broken() || (comm_watch_ && !comm_watch_->failure().empty());
   comm_watch_.reset();
   if (keep) {
     node_comm_.abandon();
@@ -204,18 +187,22 @@ Context::~Context() {
   }
   node_comm_.reset();
   comm_.reset();  // before MPI may be finalized
-  // MPI_Finalize waits for every process of the job: one that is stopped or hung would
-  // hold this one for ever. It is left to MPI_Abort (or the process's exit, which the
-  // launcher takes as a failed job).
+  // MPI_Finalize waits for every process of the job: one that is stopped, hung or never
+  // came would hold this one for ever. It is left to MPI_Abort (or the process's exit,
+  // which the launcher takes as a failed job).
   if (keep && owns_mpi_) {
     log::error(
         "MPI_Finalize not called: the ranks are out of step ({}); end the job with "
         "MPI_Abort",
-        breakage_->why());
+        breakage_->broken() ? breakage_->why() : std::string("a meeting of zrt_init timed out"));
     mpi_abandon();
   } else {
     mpi_release(owns_mpi_);
   }
+}
+
+Context::~Context() {
+  release(false);
 }
 
 void Context::check_can_finalize() const {

@@ -77,8 +77,9 @@ class Context {
   uintptr_t handle = 0;  // this context's own handle value
 
  private:
-  // Releases what a failed constructor made; out_of_step after a meeting timed out.
-  void undo_setup(bool out_of_step) noexcept;
+  // Releases what the context holds, without waiting for other ranks when they are out of
+  // step: a set-up whose meeting timed out (timed_out), a broken context or failed watch.
+  void release(bool timed_out) noexcept;
 
   std::shared_ptr<Breakage> breakage_ = std::make_shared<Breakage>();
   MpiComm comm_;
