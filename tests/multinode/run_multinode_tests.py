@@ -22,6 +22,10 @@ CASE is one of:
   frozen     the ranks of one node stopped (SIGSTOP) after a checkpoint, ZRT_COMM_TIMEOUT=5:
              the run ends within the timeout and a grace, the job requeues itself, resumes on
              fresh processes and completes
+  startcrash a rank that dies between MPI_Init and zrt_init (SIGSEGV, a preloaded shim) under
+             an srun without --kill-on-bad-exit, which keeps the others: they fail in zrt_init
+             at comm.timeout naming the meeting, the trainer ends the job with MPI_Abort, and
+             srun names the task that died
   badinput   a job whose model does not fit the nodes left (--mem) stops with the numbers
              when it loses a node; a multi-node cluster without the namespace permissions
              (CAP_SYS_ADMIN, CAP_NET_ADMIN dropped) refuses, naming them, and leaves nothing
@@ -284,6 +288,28 @@ with tempfile.TemporaryDirectory(dir=os.path.join(build, "Testing")) as tmp:
                 rc, last = diff(ref, out) if r.returncode == 0 else (None, r.stderr[-300:])
                 check(rc == 0, f"stage {stage}: {nodes} nodes x {per_node} equal one node bit for "
                       f"bit (zrt-ckpt diff {rc}: {last})")
+
+    elif case == "startcrash":
+        timeout = 10
+        shim = os.path.join(build, "tests", "zrt_die_before_init.so")
+        args = [os.path.join(apps, "zrt-gpt2"), "--config", "d1", *gpt2_args, "--steps", "3",
+                "--data", data, "--device", "host"]
+        start = time.monotonic()
+        r = srun_once(4, 1, args, {"LD_PRELOAD": shim, "DIE_BEFORE_ZRT_INIT": "2",
+                                   "ZRT_COMM_TIMEOUT": str(timeout)}, 120)
+        took = time.monotonic() - start
+        said = re.findall(r"zrt-gpt2: rank (\d+): zrt_init: MPI_Comm_dup\(comm\) in zrt_init did "
+                          rf"not complete within {timeout} s \(comm\.timeout\)", r.stderr)
+        check(r.returncode not in (0, None), f"the job failed (srun exited {r.returncode})")
+        check(took < timeout + 30, f"the job ended {took:.1f} s after its start ({timeout} s "
+              "timeout, 30 s grace)")
+        check(re.search(r"task 2: Segmentation fault", r.stderr) is not None,
+              "srun names the task that died")
+        check(len(said) > 0 and "2" not in said,
+              f"survivors say which meeting timed out (ranks {sorted(said)})")
+        check(bool(died_in_mpi_start(r)), "the engine case would run such a start once more")
+        if failures:
+            print(r.stderr[-3000:])
 
     elif case == "gpt2job":
         log = os.path.join(tmp, "job.out")
